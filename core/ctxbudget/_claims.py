@@ -1,0 +1,100 @@
+"""A claimant as a list of whole items packed into its grant, and the plain-text claimants.
+
+Each claimant knows how to shrink itself (DESIGN "Trimming"): the list claimant
+keeps a preferred prefix of its items and drops from the tail; subclasses decide
+the preference order (rank, recency, relevance) and the display order.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from ctxbudget._fit import Fit, Packer
+from ctxbudget.budget import Allocation
+from ctxbudget.layout import SECTION_SEPARATOR, Frame
+from ctxbudget.report import Dropped, ItemKind
+from ctxbudget.tokens import TokenCounter
+
+T = TypeVar("T")
+
+UNLIMITED = sys.maxsize
+
+
+class ListClaim(Generic[T]):
+    """Items in preference order, packed whole; rendered in `display` order inside a frame."""
+
+    def __init__(
+        self,
+        allocation: Allocation,
+        items: Sequence[T],
+        *,
+        counter: TokenCounter,
+        frame: Frame,
+        kind: ItemKind,
+        key: Callable[[T], str],
+        text: Callable[[T], str],
+        display: Callable[[T], Any] | None = None,
+        cost: Callable[[T], int] | None = None,
+        bound: Callable[[T], int] | None = None,
+    ) -> None:
+        """`cost` and `bound` default to counting `text(item)`; pass them when an item's
+        cost is known another way (a token count measured at ingest)."""
+        self.allocation = allocation
+        self.items = items
+        self.frame = frame
+        self._text = text
+        self._display = display
+        self._counter = counter
+        self.packer: Packer[T] = Packer(
+            claimant=allocation.name,
+            kind=kind,
+            key=key,
+            cost=cost or (lambda item: counter.count(text(item))),
+            bound=bound or (lambda item: counter.lower_bound(text(item))),
+            framing=counter.count(frame.open)
+            + counter.count(frame.close)
+            + counter.count(SECTION_SEPARATOR),
+            separator=counter.count(frame.separator),
+        )
+
+    def fit(self, grant: int) -> Fit[T]:
+        return self.packer.pack(self.items, grant)
+
+    def shrink(self, fit: Fit[T]) -> Fit[T] | None:
+        return self.packer.shrink(fit)
+
+    def content_cost(self) -> int:
+        return self.fit(UNLIMITED).cost
+
+    def drops(self, fit: Fit[T]) -> list[Dropped]:
+        return self.packer.drops(fit)
+
+    def kept(self, fit: Fit[T]) -> list[T]:
+        """Kept items in the order they appear in the prompt."""
+        items = [part.item for part in fit.parts]
+        if self._display is not None:
+            items.sort(key=self._display)
+        return items
+
+    def render(self, fit: Fit[T]) -> str:
+        """The section text, or "" when nothing was kept."""
+        if not fit.parts:
+            return ""
+        return self.frame.wrap([self._text(item) for item in self.kept(fit)])
+
+
+def text_claim(
+    allocation: Allocation, text: str | None, *, counter: TokenCounter, frame: Frame
+) -> ListClaim[str]:
+    """A claimant whose content is one string, kept whole or not at all."""
+    return ListClaim(
+        allocation,
+        [text] if text else [],
+        counter=counter,
+        frame=frame,
+        kind="text",
+        key=lambda _: allocation.name,
+        text=lambda s: s,
+    )

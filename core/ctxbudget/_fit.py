@@ -1,0 +1,132 @@
+"""Packing whole items into a token grant: the one trimming rule every claimant shares.
+
+Items arrive lazily in preference order (best first). Each is costed only when it
+might fit, so a candidate that cannot fit is never tokenized. An item larger than
+the whole grant is skipped as "oversize"; the first item that does not fit in what
+is left ends the walk ("over_budget"), so what is kept is always the preferred
+prefix, never a later, smaller item in place of a better one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ctxbudget.budget import Claimant
+from ctxbudget.report import Dropped, DropReason, ItemKind
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Part(Generic[T]):
+    """A kept item and what it costs in the prompt (its separator included)."""
+
+    key: str
+    item: T
+    cost: int
+
+
+@dataclass(frozen=True, slots=True)
+class Fit(Generic[T]):
+    """The outcome of packing a claimant into a grant."""
+
+    parts: tuple[Part[T], ...]
+    """Kept items, most preferred first (the order shrinking undoes)."""
+    cost: int
+    """Estimated tokens, framing included; 0 when nothing is kept."""
+    dropped: tuple[tuple[T, DropReason, int | None], ...] = ()
+    """Items looked at and left out: (item, reason, its cost if it was counted)."""
+    unreached: tuple[T, ...] = ()
+    """Items after the walk stopped; left out as over_budget without being counted."""
+    overflow: bool = False
+    """Something was left out for lack of space: the content is larger than the grant."""
+
+
+@dataclass(frozen=True, slots=True)
+class Packer(Generic[T]):
+    """How one claimant's items are named, bounded and costed."""
+
+    claimant: Claimant
+    kind: ItemKind
+    key: Callable[[T], str]
+    cost: Callable[[T], int]
+    """Exact cost of the item as rendered, separator excluded."""
+    bound: Callable[[T], int]
+    """A cheap lower bound on `cost`."""
+    framing: int
+    """Cost of the section around the items (tags, notices, the join to the next section)."""
+    separator: int
+    """Cost of the join between two items."""
+
+    def pack(
+        self,
+        items: Iterable[T],
+        grant: int,
+        *,
+        reject: Callable[[T, list[T]], DropReason | None] | None = None,
+    ) -> Fit[T]:
+        """Keep the preferred prefix of `items` that fits in `grant` tokens."""
+        room = grant - self.framing
+        kept: list[Part[T]] = []
+        kept_items: list[T] = []
+        dropped: list[tuple[T, DropReason, int | None]] = []
+        used = 0
+        overflow = False
+        walk = iter(items)
+        for item in walk:
+            if reject is not None and (reason := reject(item, kept_items)) is not None:
+                dropped.append((item, reason, None))
+                continue
+            step = self.separator if kept else 0
+            lower = self.bound(item)
+            if lower > room:
+                dropped.append((item, "oversize", None))
+                overflow = True
+                continue
+            if used + step + lower > room:
+                dropped.append((item, "over_budget", None))
+                overflow = True
+                break
+            cost = self.cost(item)
+            if cost > room:
+                dropped.append((item, "oversize", cost))
+                overflow = True
+                continue
+            if used + step + cost > room:
+                dropped.append((item, "over_budget", cost))
+                overflow = True
+                break
+            kept.append(Part(self.key(item), item, cost + step))
+            kept_items.append(item)
+            used += cost + step
+        cost = used + self.framing if kept else 0
+        return Fit(tuple(kept), cost, tuple(dropped), tuple(walk), overflow)
+
+    def shrink(self, fit: Fit[T]) -> Fit[T] | None:
+        """`fit` without its least preferred part; None when nothing is left to drop."""
+        if not fit.parts:
+            return None
+        *rest, last = fit.parts
+        drop: tuple[T, DropReason, int | None] = (last.item, "over_budget", last.cost)
+        cost = fit.cost - last.cost if rest else 0
+        return Fit(tuple(rest), cost, (*fit.dropped, drop), fit.unreached, True)
+
+    def drops(self, fit: Fit[T]) -> list[Dropped]:
+        """The report records for everything `fit` left out."""
+        noted = [
+            Dropped(
+                claimant=self.claimant,
+                kind=self.kind,
+                id=self.key(item),
+                reason=reason,
+                tokens=tokens,
+            )
+            for item, reason, tokens in fit.dropped
+        ]
+        noted.extend(
+            Dropped(claimant=self.claimant, kind=self.kind, id=self.key(item), reason="over_budget")
+            for item in fit.unreached
+        )
+        return noted

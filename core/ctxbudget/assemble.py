@@ -1,0 +1,337 @@
+"""`ContextAssembler`: everything between the retriever's chunks and the string the model reads."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from ctxbudget._claims import ListClaim, text_claim
+from ctxbudget._fit import Fit
+from ctxbudget.allocate import Allocated, allocate
+from ctxbudget.budget import Budget, Claimant
+from ctxbudget.errors import ContextBudgetError, InputError
+from ctxbudget.history import HistoryClaim
+from ctxbudget.inputs import Chunk, Principal, Tool, Turn, check_text
+from ctxbudget.layout import FRAMES, ORDER, PREFIX, SECTION_SEPARATOR
+from ctxbudget.prefix import prefix_hash, volatile_parts
+from ctxbudget.report import Dropped, Report
+from ctxbudget.result import Assembled, Source
+from ctxbudget.select import RetrievedClaim, rank
+from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
+from ctxbudget.tools import tools_claim
+
+__all__ = ["ContextAssembler"]
+
+logger = logging.getLogger("ctxbudget")
+
+
+class ContextAssembler:
+    """Builds prompts under a hard token budget. Reusable and thread-safe; build one per app.
+
+    >>> assembler = ContextAssembler(budget=Budget.default(), tokenizer="gpt-4o")
+    >>> result = assembler.assemble(system="Answer from the sources.", question="Why?")
+    >>> result.report.total <= result.report.budget
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        tokenizer: str | Tokenizer,
+        budget: Budget | None = None,
+        cache_size: int = 16_384,
+    ) -> None:
+        """
+        Args:
+            tokenizer: the model's tokenizer: a model or tiktoken encoding name, or any
+                `Tokenizer` (see `CallableTokenizer`, `HuggingFaceTokenizer`).
+            budget: defaults to `Budget.default()`.
+            cache_size: how many texts' token counts to remember across requests.
+        """
+        if isinstance(tokenizer, str):
+            tokenizer = get_tokenizer(tokenizer)
+        elif not isinstance(tokenizer, Tokenizer):
+            raise TypeError(
+                f"tokenizer must be a model/encoding name or a Tokenizer, not "
+                f"{type(tokenizer).__name__}; wrap a function in CallableTokenizer(fn, name=...)"
+            )
+        self.budget = Budget.default() if budget is None else budget
+        self.counter = TokenCounter(tokenizer, maxsize=cache_size)
+
+    def assemble(
+        self,
+        *,
+        question: str,
+        system: str | None = None,
+        chunks: Sequence[Chunk] = (),
+        history: Sequence[Turn] = (),
+        tools: Sequence[Tool] = (),
+        examples: str | None = None,
+        memory: str | None = None,
+        principal: Principal | None = None,
+    ) -> Assembled:
+        """Build one prompt. Raises `ContextBudgetError` when a floor or a priority-0 part
+        cannot fit; everything left out otherwise is listed in `report.dropped`."""
+        question = _required_text("question", question)
+        system = _text("system", system)
+        examples = _text("examples", examples)
+        memory = _text("memory", memory)
+        chunks = _items("chunks", chunks, Chunk)
+        history = _items("history", history, Turn)
+        tools = _items("tools", tools, Tool)
+        _ = principal
+
+        given: dict[Claimant, bool] = {
+            "system": bool(system),
+            "question": True,
+            "retrieved": bool(chunks),
+            "examples": bool(examples),
+            "tools": bool(tools),
+            "history": bool(history),
+            "memory": bool(memory),
+        }
+        for name, present in given.items():
+            if present and self.budget.allocation(name) is None:
+                raise InputError(
+                    f"{_INPUT_NAME[name]} given but the budget has no {name!r} allocation; add "
+                    f"Allocation({name!r}, max=..., priority=...) to the budget or leave it out"
+                )
+
+        pre_dropped, candidates = _candidates(chunks)
+        claims = self._claims(
+            system=system,
+            question=question,
+            candidates=candidates,
+            history=history,
+            tools=tools,
+            examples=examples,
+            memory=memory,
+        )
+        allocated = allocate(list(claims.values()), self.budget.available)
+        fits = dict(allocated.fits)
+        fits, sections, total, final_drops = self._render_within_budget(claims, fits)
+        return self._result(claims, fits, sections, total, final_drops, allocated, pre_dropped)
+
+    def _claims(
+        self,
+        *,
+        system: str | None,
+        question: str,
+        candidates: list[Chunk],
+        history: Sequence[Turn],
+        tools: Sequence[Tool],
+        examples: str | None,
+        memory: str | None,
+    ) -> dict[Claimant, ListClaim[Any]]:
+        claims: dict[Claimant, ListClaim[Any]] = {}
+        counter = self.counter
+        for allocation in self.budget.allocations:
+            name = allocation.name
+            if name == "retrieved":
+                claims[name] = RetrievedClaim(allocation, candidates, counter=counter)
+            elif name == "history":
+                claims[name] = HistoryClaim(allocation, history, counter=counter)
+            elif name == "tools":
+                claims[name] = tools_claim(allocation, tools, counter=counter)
+            else:
+                text = {
+                    "system": system,
+                    "question": question,
+                    "examples": examples,
+                    "memory": memory,
+                }[name]
+                claims[name] = text_claim(allocation, text, counter=counter, frame=FRAMES[name])
+        return claims
+
+    def _render_within_budget(
+        self, claims: dict[Claimant, ListClaim[Any]], fits: dict[Claimant, Fit[Any]]
+    ) -> tuple[dict[Claimant, Fit[Any]], dict[Claimant, str], int, int]:
+        """Render, count the final string exactly, and drop items until it is within budget.
+
+        Estimates add up per-part counts; BPE can merge differently across joins, so
+        the exact count of the final string is what is checked. When it is over, the
+        least preferred item of the lowest-priority claimant goes, and we count again.
+        """
+        limit = self.budget.available
+        drops = 0
+        shrink_order = sorted(
+            (c for c in claims.values() if c.allocation.priority > 0),
+            key=lambda c: c.allocation.priority,
+            reverse=True,
+        )
+        while True:
+            sections = {name: claims[name].render(fits[name]) for name in ORDER if name in claims}
+            text = SECTION_SEPARATOR.join(s for s in sections.values() if s)
+            total = self.counter.count(text)
+            if total <= limit:
+                return fits, sections, total, drops
+            for claim in shrink_order:
+                smaller = claim.shrink(fits[claim.allocation.name])
+                if smaller is not None:
+                    fits[claim.allocation.name] = smaller
+                    drops += 1
+                    break
+            else:
+                fixed = "+".join(c for c in claims if claims[c].allocation.priority == 0)
+                raise ContextBudgetError(
+                    fixed,
+                    total,
+                    limit,
+                    "the never-trimmed parts alone exceed the budget once joined; raise the "
+                    "budget total or shorten them",
+                )
+
+    def _result(
+        self,
+        claims: dict[Claimant, ListClaim[Any]],
+        fits: dict[Claimant, Fit[Any]],
+        sections: dict[Claimant, str],
+        total: int,
+        final_drops: int,
+        allocated: Allocated,
+        pre_dropped: list[Dropped],
+    ) -> Assembled:
+        prefix = tuple(sections[n] for n in ORDER if n in PREFIX and sections.get(n))
+        prefix_text = SECTION_SEPARATOR.join(prefix)
+        warnings = tuple(
+            w
+            for n in ORDER
+            if n in PREFIX and sections.get(n)
+            for w in volatile_parts(n, sections[n])
+        )
+        dropped = list(pre_dropped)
+        for name in ORDER:
+            if name in claims:
+                dropped.extend(claims[name].drops(fits[name]))
+
+        history_claim = claims.get("history")
+        history = (
+            tuple(history_claim.messages(fits["history"]))
+            if isinstance(history_claim, HistoryClaim)
+            else ()
+        )
+        tail = SECTION_SEPARATOR.join(
+            sections[n] for n in ("memory", "retrieved", "question") if sections.get(n)
+        )
+        retrieved = claims.get("retrieved")
+        sources = (
+            tuple(
+                Source(n=i, chunk=c) for i, c in enumerate(retrieved.sources(fits["retrieved"]), 1)
+            )
+            if isinstance(retrieved, RetrievedClaim)
+            else ()
+        )
+        tools_kept = tuple(claims["tools"].kept(fits["tools"])) if "tools" in claims else ()
+
+        squeezed = allocated.squeezed.get("retrieved", False)
+        report = Report(
+            budget=self.budget.available,
+            total=total,
+            unused=self.budget.available - total,
+            sizes={n: fits[n].cost for n in ORDER if n in fits},
+            granted=dict(allocated.granted),
+            trimmed=tuple(n for n in ORDER if n in fits and fits[n].overflow),
+            dropped=tuple(dropped),
+            retrieval_trimmed=squeezed,
+            squeezed_by=allocated.holders.get("retrieved", {}),
+            escalated=None,
+            prefix_tokens=self.counter.count(prefix_text),
+            prefix_hash=prefix_hash(prefix_text),
+            prefix_warnings=warnings,
+            final_check_drops=final_drops,
+        )
+        _log(report)
+        return Assembled(
+            text=SECTION_SEPARATOR.join(s for s in sections.values() if s),
+            prefix=prefix,
+            history=history,
+            tail=tail,
+            sources=sources,
+            tools=tools_kept,
+            report=report,
+        )
+
+
+_INPUT_NAME: dict[Claimant, str] = {
+    "system": "a system prompt was",
+    "question": "a question was",
+    "retrieved": "chunks were",
+    "examples": "examples were",
+    "tools": "tools were",
+    "history": "history was",
+    "memory": "memory was",
+}
+
+
+def _text(name: str, value: object) -> str | None:
+    """An optional text input, validated; "" counts as absent."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{name} must be a str or None, but got {type(value).__name__}")
+    try:
+        return check_text(value) if value else None
+    except ValueError as exc:
+        raise InputError(f"{name} {exc}") from None
+
+
+def _required_text(name: str, value: object) -> str:
+    text = _text(name, value)
+    if text is None or not text.strip():
+        raise InputError(f"{name} must be a non-empty str, but got {value!r}")
+    return text
+
+
+def _items(name: str, values: object, kind: type[Any]) -> list[Any]:
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise InputError(
+            f"{name} must be a sequence of {kind.__name__}, but got {type(values).__name__}"
+        )
+    for index, value in enumerate(values):
+        if not isinstance(value, kind):
+            raise InputError(
+                f"{name}[{index}] is a {type(value).__name__}, expected ctxbudget.{kind.__name__}; "
+                f"build it with {kind.__name__}(...) or {kind.__name__}.model_validate(data)"
+            )
+    return list(values)
+
+
+def _candidates(chunks: list[Chunk]) -> tuple[list[Dropped], list[Chunk]]:
+    """Ranked chunks worth considering, and the ones that are not (empty text)."""
+    seen: set[str] = set()
+    dropped: list[Dropped] = []
+    usable: list[Chunk] = []
+    for chunk in chunks:
+        if chunk.id in seen:
+            raise InputError(
+                f"chunk id {chunk.id!r} is given twice; ids must be unique within a request "
+                "(reports and sources refer to chunks by id)"
+            )
+        seen.add(chunk.id)
+        if chunk.content.strip():
+            usable.append(chunk)
+        else:
+            dropped.append(
+                Dropped(claimant="retrieved", kind="chunk", id=chunk.id, reason="empty", tokens=0)
+            )
+    return dropped, rank(usable)
+
+
+def _log(report: Report) -> None:
+    if report.retrieval_trimmed:
+        holders = ", ".join(f"{name} {tokens:,}" for name, tokens in report.squeezed_by.items())
+        logger.warning(
+            "retrieval squeezed to %s tokens by other claimants (%s)",
+            f"{report.granted.get('retrieved', 0):,}",
+            holders,
+            extra={"ctxbudget_squeeze": dict(report.squeezed_by)},
+        )
+    for warning in report.prefix_warnings:
+        logger.warning("volatile prompt-cache prefix: %s", warning)
+    logger.info(
+        "assembled prompt: %s/%s tokens",
+        f"{report.total:,}",
+        f"{report.budget:,}",
+        extra={"ctxbudget": report.model_dump(mode="json")},
+    )

