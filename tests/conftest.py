@@ -1,0 +1,43 @@
+"""Shared fixtures: real offline tokenizers, a deterministic fake one, and hypothesis settings."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from ctxbudget import CallableTokenizer, TiktokenTokenizer, get_tokenizer
+
+settings.register_profile(
+    "default",
+    deadline=None,
+    max_examples=100,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=1_000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+_WORD = re.compile(r"\w+|[^\w\s]|\s+")
+
+
+def fake_count(text: str) -> int:
+    """One token per word, punctuation mark or whitespace run: predictable sizes for unit tests."""
+    return len(_WORD.findall(text))
+
+
+@pytest.fixture(scope="session")
+def o200k() -> TiktokenTokenizer:
+    """The real o200k_base tokenizer (gpt-4o), built from the offline vocabulary."""
+    return get_tokenizer("o200k_base")
+
+
+@pytest.fixture(scope="session")
+def cl100k() -> TiktokenTokenizer:
+    return get_tokenizer("cl100k_base")
+
+
+@pytest.fixture
+def fake_tokenizer() -> CallableTokenizer:
+    return CallableTokenizer(fake_count, name="fake-words")
