@@ -21,7 +21,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the prompt and its report.",
     )
     parser.add_argument("--model", default="gpt-4o", help="model or tiktoken encoding name")
-    parser.add_argument("--budget", help="a budget file (.json or .toml); default: Budget.default()")
+    parser.add_argument(
+        "--budget", help="a budget file (.json or .toml); default: Budget.default()"
+    )
     parser.add_argument("--total", type=int, help="override the budget's total tokens")
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     args = parser.parse_args(argv)

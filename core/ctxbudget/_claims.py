@@ -38,6 +38,7 @@ class ListClaim(Generic[T]):
         display: Callable[[T], Any] | None = None,
         cost: Callable[[T], int] | None = None,
         bound: Callable[[T], int] | None = None,
+        kind_of: Callable[[T], ItemKind] | None = None,
     ) -> None:
         """`cost` and `bound` default to counting `text(item)`; pass them when an item's
         cost is known another way (a token count measured at ingest)."""
@@ -57,6 +58,7 @@ class ListClaim(Generic[T]):
             + counter.count(frame.close)
             + counter.count(SECTION_SEPARATOR),
             separator=counter.count(frame.separator),
+            kind_of=kind_of,
         )
 
     def fit(self, grant: int) -> Fit[T]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from ctxbudget.inputs import Chunk, Tool, Turn
 
@@ -33,7 +33,7 @@ CHUNKS = (
         rerank_score=0.91,
         score=0.82,
         effective_date=date(2025, 3, 1),
-        updated_at=datetime(2025, 3, 1, tzinfo=timezone.utc),
+        updated_at=datetime(2025, 3, 1, tzinfo=UTC),
         source="confluence",
     ),
     Chunk(

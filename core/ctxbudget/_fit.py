@@ -59,6 +59,8 @@ class Packer(Generic[T]):
     """Cost of the section around the items (tags, notices, the join to the next section)."""
     separator: int
     """Cost of the join between two items."""
+    kind_of: Callable[[T], ItemKind] | None = None
+    """The report kind per item, when not every item is of `kind`."""
 
     def pack(
         self,

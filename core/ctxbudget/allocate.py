@@ -91,19 +91,31 @@ def allocate(claims: Sequence[Claim], available: int) -> Allocated:
             squeezed[a.name] = False
             continue
         room = floors[a.name] + left
-        grant = room if a.max is None else min(a.max, room)
+        grant = _cap(a, room)
         fit = claim.fit(grant)
         fits[a.name] = fit
         granted[a.name] = grant
-        squeezed[a.name] = fit.overflow and (a.max is None or a.max > room)
+        held = {
+            name: fits[name].cost if name in fits else floor
+            for name, floor in floors.items()
+            if name != a.name and (fits[name].cost if name in fits else floor) > 0
+        }
+        # Squeezed: others held space, and with that space it would have kept more.
+        # Its own max, a small content, or whole items that would not fit anyway do not count.
+        squeezed[a.name] = (
+            fit.overflow
+            and (a.max is None or a.max > room)
+            and bool(held)
+            and claim.fit(_cap(a, room + sum(held.values()))).cost > fit.cost
+        )
         if squeezed[a.name]:
-            holders[a.name] = {
-                name: fits[name].cost if name in fits else floor
-                for name, floor in floors.items()
-                if name != a.name and (fits[name].cost if name in fits else floor) > 0
-            }
+            holders[a.name] = held
         left = room - fit.cost
     return Allocated(fits, granted, squeezed, holders)
+
+
+def _cap(allocation: Allocation, room: int) -> int:
+    return room if allocation.max is None else min(allocation.max, room)
 
 
 def _holding(floors: dict[Claimant, int]) -> str:

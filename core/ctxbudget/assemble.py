@@ -4,20 +4,30 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._claims import ListClaim, text_claim
 from ctxbudget._fit import Fit
 from ctxbudget.allocate import Allocated, allocate
 from ctxbudget.budget import Budget, Claimant
+from ctxbudget.conflicts import ConflictPolicy
+from ctxbudget.dedup import Dedup
 from ctxbudget.errors import ContextBudgetError, InputError
+from ctxbudget.escalate import DocumentLoader, Escalation
+from ctxbudget.fence import SourceFormat, fence_rule
 from ctxbudget.history import HistoryClaim
 from ctxbudget.inputs import Chunk, Principal, Tool, Turn, check_text
 from ctxbudget.layout import FRAMES, ORDER, PREFIX, SECTION_SEPARATOR
+from ctxbudget.order import Order
+from ctxbudget.permit import AccessPolicy, permitted
 from ctxbudget.prefix import prefix_hash, volatile_parts
-from ctxbudget.report import Dropped, Report
+from ctxbudget.render import RenderOptions
+from ctxbudget.report import Dropped, DropReason, Report
 from ctxbudget.result import Assembled, Source
-from ctxbudget.select import RetrievedClaim, rank
+from ctxbudget.select import RetrievedClaim, SourceSettings, rank
 from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
 from ctxbudget.tools import tools_claim
 
@@ -40,6 +50,17 @@ class ContextAssembler:
         *,
         tokenizer: str | Tokenizer,
         budget: Budget | None = None,
+        order: Order = "by_document",
+        source_format: SourceFormat = "markdown",
+        dedup: Dedup | None = None,
+        min_relevance: float | None = None,
+        stale_after: timedelta | None = timedelta(days=365),
+        conflict_policy: ConflictPolicy | None = None,
+        datamark: bool = False,
+        fence_rule: bool = True,
+        access: AccessPolicy | None = None,
+        loader: DocumentLoader | None = None,
+        escalation: Escalation | None = None,
         cache_size: int = 16_384,
     ) -> None:
         """
@@ -47,6 +68,19 @@ class ContextAssembler:
             tokenizer: the model's tokenizer: a model or tiktoken encoding name, or any
                 `Tokenizer` (see `CallableTokenizer`, `HuggingFaceTokenizer`).
             budget: defaults to `Budget.default()`.
+            order: where kept sources stand; see `ctxbudget.order.arrange`.
+            source_format: "markdown" headers (``[n] Title — A > B``) or "xml" tags.
+            dedup: near-duplicate thresholds; defaults to `Dedup()`. Pass
+                ``Dedup(jaccard=None, containment=None, cosine=None)`` to turn it off.
+            min_relevance: drop chunks whose rerank score (else score) is below this.
+            stale_after: sources not updated for longer get a freshness note; None: never.
+            conflict_policy: how the model should treat sources whose effective dates
+                differ; when set, those dates are shown.
+            datamark: interleave a marker in retrieved text (Spotlighting).
+            fence_rule: append the untrusted-data rule to the system prompt.
+            access: which ACL metadata chunks must carry; defaults to none required.
+            loader: loads whole documents for escalation; None turns escalation off.
+            escalation: when a document is sent whole; defaults to `Escalation()`.
             cache_size: how many texts' token counts to remember across requests.
         """
         if isinstance(tokenizer, str):
@@ -56,7 +90,25 @@ class ContextAssembler:
                 f"tokenizer must be a model/encoding name or a Tokenizer, not "
                 f"{type(tokenizer).__name__}; wrap a function in CallableTokenizer(fn, name=...)"
             )
+        if loader is not None and not isinstance(loader, DocumentLoader):
+            raise TypeError(
+                f"loader must have a load(document_id) -> Chunk | None method; got "
+                f"{type(loader).__name__}"
+            )
         self.budget = Budget.default() if budget is None else budget
+        self.options = _Options(
+            order=order,
+            source_format=source_format,
+            dedup=Dedup() if dedup is None else dedup,
+            min_relevance=min_relevance,
+            stale_after=stale_after,
+            conflict_policy=conflict_policy,
+            datamark=datamark,
+            fence_rule=fence_rule,
+            access=AccessPolicy() if access is None else access,
+            escalation=Escalation() if escalation is None else escalation,
+        )
+        self.loader = loader
         self.counter = TokenCounter(tokenizer, maxsize=cache_size)
 
     def assemble(
@@ -70,9 +122,16 @@ class ContextAssembler:
         examples: str | None = None,
         memory: str | None = None,
         principal: Principal | None = None,
+        now: datetime | None = None,
     ) -> Assembled:
         """Build one prompt. Raises `ContextBudgetError` when a floor or a priority-0 part
-        cannot fit; everything left out otherwise is listed in `report.dropped`."""
+        cannot fit; everything left out otherwise is listed in `report.dropped`.
+
+        Args:
+            question: the user's original question, sent once, last.
+            principal: who is asking; chunks they may not see never enter the prompt.
+            now: the reference time for freshness notes; defaults to the current time.
+        """
         question = _required_text("question", question)
         system = _text("system", system)
         examples = _text("examples", examples)
@@ -80,7 +139,12 @@ class ContextAssembler:
         chunks = _items("chunks", chunks, Chunk)
         history = _items("history", history, Turn)
         tools = _items("tools", tools, Tool)
-        _ = principal
+        if principal is not None and not isinstance(principal, Principal):
+            raise InputError(
+                f"principal must be a ctxbudget.Principal, but got {type(principal).__name__}"
+            )
+        if system is not None and self.options.fence_rule:
+            system = f"{system}{SECTION_SEPARATOR}{fence_rule(datamarked=self.options.datamark)}"
 
         given: dict[Claimant, bool] = {
             "system": bool(system),
@@ -98,8 +162,24 @@ class ContextAssembler:
                     f"Allocation({name!r}, max=..., priority=...) to the budget or leave it out"
                 )
 
-        pre_dropped, candidates = _candidates(chunks)
+        pre_dropped, candidates = self._candidates(chunks, principal)
+        settings = SourceSettings(
+            render=RenderOptions(
+                fmt=self.options.source_format,
+                stale_after=self.options.stale_after,
+                now=now or datetime.now(UTC),
+            ),
+            order=self.options.order,
+            dedup=self.options.dedup,
+            conflict_policy=self.options.conflict_policy,
+            datamark=self.options.datamark,
+            access=self.options.access,
+            principal=principal,
+            loader=self.loader,
+            escalation=self.options.escalation,
+        )
         claims = self._claims(
+            settings=settings,
             system=system,
             question=question,
             candidates=candidates,
@@ -116,6 +196,7 @@ class ContextAssembler:
     def _claims(
         self,
         *,
+        settings: SourceSettings,
         system: str | None,
         question: str,
         candidates: list[Chunk],
@@ -129,7 +210,9 @@ class ContextAssembler:
         for allocation in self.budget.allocations:
             name = allocation.name
             if name == "retrieved":
-                claims[name] = RetrievedClaim(allocation, candidates, counter=counter)
+                claims[name] = RetrievedClaim(
+                    allocation, candidates, counter=counter, settings=settings
+                )
             elif name == "history":
                 claims[name] = HistoryClaim(allocation, history, counter=counter)
             elif name == "tools":
@@ -143,6 +226,40 @@ class ContextAssembler:
                 }[name]
                 claims[name] = text_claim(allocation, text, counter=counter, frame=FRAMES[name])
         return claims
+
+    def _candidates(
+        self, chunks: list[Chunk], principal: Principal | None
+    ) -> tuple[list[Dropped], list[Chunk]]:
+        """Ranked chunks worth considering, and the ones ruled out before selection.
+
+        Permission runs first, before anything reads the text: a forbidden chunk is
+        reported by id and never looked at again.
+        """
+        seen: set[str] = set()
+        dropped: list[Dropped] = []
+        usable: list[Chunk] = []
+        floor = self.options.min_relevance
+        for chunk in chunks:
+            if chunk.id in seen:
+                raise InputError(
+                    f"chunk id {chunk.id!r} is given twice; ids must be unique within a request "
+                    "(reports and sources refer to chunks by id)"
+                )
+            seen.add(chunk.id)
+            reason: DropReason | None = None
+            if not permitted(chunk, principal, self.options.access):
+                reason = "forbidden"
+            elif not chunk.content.strip():
+                reason = "empty"
+            elif floor is not None and (relevance := _relevance(chunk)) is not None:
+                reason = "below_floor" if relevance < floor else None
+            if reason is None:
+                usable.append(chunk)
+            else:
+                dropped.append(
+                    Dropped(claimant="retrieved", kind="chunk", id=chunk.id, reason=reason)
+                )
+        return dropped, rank(usable)
 
     def _render_within_budget(
         self, claims: dict[Claimant, ListClaim[Any]], fits: dict[Claimant, Fit[Any]]
@@ -215,13 +332,20 @@ class ContextAssembler:
             sections[n] for n in ("memory", "retrieved", "question") if sections.get(n)
         )
         retrieved = claims.get("retrieved")
-        sources = (
-            tuple(
-                Source(n=i, chunk=c) for i, c in enumerate(retrieved.sources(fits["retrieved"]), 1)
+        sources: tuple[Source, ...] = ()
+        escalated = None
+        if isinstance(retrieved, RetrievedClaim):
+            fit = fits["retrieved"]
+            sources = tuple(
+                Source(
+                    n=n,
+                    chunk=chunk,
+                    document=retrieved.is_document(chunk),
+                    covers=retrieved.covered(chunk) if retrieved.is_document(chunk) else (),
+                )
+                for n, chunk in enumerate(retrieved.sources(fit), 1)
             )
-            if isinstance(retrieved, RetrievedClaim)
-            else ()
-        )
+            escalated = retrieved.escalated(fit)
         tools_kept = tuple(claims["tools"].kept(fits["tools"])) if "tools" in claims else ()
 
         squeezed = allocated.squeezed.get("retrieved", False)
@@ -235,7 +359,7 @@ class ContextAssembler:
             dropped=tuple(dropped),
             retrieval_trimmed=squeezed,
             squeezed_by=allocated.holders.get("retrieved", {}),
-            escalated=None,
+            escalated=escalated,
             prefix_tokens=self.counter.count(prefix_text),
             prefix_hash=prefix_hash(prefix_text),
             prefix_warnings=warnings,
@@ -297,25 +421,25 @@ def _items(name: str, values: object, kind: type[Any]) -> list[Any]:
     return list(values)
 
 
-def _candidates(chunks: list[Chunk]) -> tuple[list[Dropped], list[Chunk]]:
-    """Ranked chunks worth considering, and the ones that are not (empty text)."""
-    seen: set[str] = set()
-    dropped: list[Dropped] = []
-    usable: list[Chunk] = []
-    for chunk in chunks:
-        if chunk.id in seen:
-            raise InputError(
-                f"chunk id {chunk.id!r} is given twice; ids must be unique within a request "
-                "(reports and sources refer to chunks by id)"
-            )
-        seen.add(chunk.id)
-        if chunk.content.strip():
-            usable.append(chunk)
-        else:
-            dropped.append(
-                Dropped(claimant="retrieved", kind="chunk", id=chunk.id, reason="empty", tokens=0)
-            )
-    return dropped, rank(usable)
+def _relevance(chunk: Chunk) -> float | None:
+    return chunk.rerank_score if chunk.rerank_score is not None else chunk.score
+
+
+class _Options(BaseModel):
+    """The assembler's options, validated once at construction."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    order: Order
+    source_format: SourceFormat
+    dedup: Dedup
+    min_relevance: float | None = Field(allow_inf_nan=False)
+    stale_after: timedelta | None
+    conflict_policy: ConflictPolicy | None
+    datamark: bool
+    fence_rule: bool
+    access: AccessPolicy
+    escalation: Escalation
 
 
 def _log(report: Report) -> None:

@@ -30,6 +30,7 @@ CONTEXT_WINDOWS: Mapping[str, int] = {
     "gpt-4o-mini": 128_000,
     "gpt-4-turbo": 128_000,
     "gpt-4": 8_192,
+    "gpt-4-32k": 32_768,
     "gpt-3.5-turbo": 16_385,
     "o1": 200_000,
     "o3": 200_000,
@@ -203,11 +204,11 @@ class Budget(BaseModel):
     def from_file(cls, path: str | Path) -> Budget:
         """Load a budget from a ``.json`` or ``.toml`` file."""
         path = Path(path)
-        text = path.read_text(encoding="utf-8")
-        if path.suffix == ".toml":
-            return cls.model_validate(tomllib.loads(text))
-        if path.suffix == ".json":
-            return cls.model_validate(json.loads(text))
+        suffix = path.suffix.lower()
+        if suffix == ".toml":
+            return cls.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+        if suffix == ".json":
+            return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
         raise ValueError(
             f"cannot load a budget from {path.name!r}: expected a .json or .toml file "
             "(for YAML, use Budget.model_validate(yaml.safe_load(...)))"

@@ -46,7 +46,14 @@ def _finite(value: float | None) -> float | None:
 Text = Annotated[str, AfterValidator(_check_text_fast)]
 """A string that is valid Unicode (no lone surrogates)."""
 
-_Id = Annotated[str, Field(min_length=1), AfterValidator(_check_text_fast)]
+
+def _non_empty(value: str) -> str:
+    if not value:
+        raise ValueError("must not be empty")
+    return value
+
+
+_Id = Annotated[str, AfterValidator(_check_text_fast), AfterValidator(_non_empty)]
 _Score = Annotated[float | None, AfterValidator(_finite)]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
@@ -123,6 +130,10 @@ class Chunk(BaseModel):
 
     def __repr__(self) -> str:
         return f"Chunk(id={self.id!r}, document_id={self.document_id!r}, {len(self.content)} chars)"
+
+    # pydantic's __str__ prints every field; content may be confidential and must not
+    # reach a log line through "%s".
+    __str__ = __repr__
 
 
 Role = Literal["system", "user", "assistant", "tool"]

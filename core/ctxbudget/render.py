@@ -1,17 +1,105 @@
-"""How a source reads in the prompt: a numbered header line, then the content verbatim."""
+"""How a source reads in the prompt: a numbered header, then the (neutralised) content.
+
+Every token either helps or competes. The header carries what changes how the
+content should be read — title, heading path, a freshness note when stale, a parse
+warning when present, the effective date when a conflict policy needs it — and
+never scores, the source system, ordinals or anything derived from the content.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from ctxbudget.fence import SourceFormat, neutralise
 from ctxbudget.inputs import Chunk
 
-__all__ = ["header", "render_source"]
+__all__ = ["RenderOptions", "header", "render_source"]
+
+_SPACES: Final = re.compile(r"\s+")
 
 
-def header(n: int, chunk: Chunk) -> str:
-    """The source's header line: ``[n] Title``."""
-    return f"[{n}] {chunk.title}" if chunk.title else f"[{n}]"
+@dataclass(frozen=True)
+class RenderOptions:
+    """What a header may show, fixed per request."""
+
+    fmt: SourceFormat = "markdown"
+    stale_after: timedelta | None = None
+    """A source last updated longer ago than this gets a freshness note; None: never."""
+    now: datetime | None = None
+    """The reference time for staleness (aware, UTC if naive)."""
+    effective_dates: bool = False
+    """Show effective dates (a conflict policy is set and the sources differ in date)."""
 
 
-def render_source(n: int, chunk: Chunk) -> str:
-    """A numbered source block as the model reads it."""
-    return f"{header(n, chunk)}\n{chunk.content}"
+def _clean(text: str, fmt: SourceFormat) -> str:
+    # Header fields come from the documents too: one line, no structure look-alikes.
+    return neutralise(_SPACES.sub(" ", text).strip(), fmt=fmt)
+
+
+def _stale_since(chunk: Chunk, options: RenderOptions) -> str | None:
+    if options.stale_after is None or options.now is None or chunk.updated_at is None:
+        return None
+    updated = chunk.updated_at
+    if updated.tzinfo is None:
+        updated = updated.replace(tzinfo=UTC)
+    now = options.now if options.now.tzinfo is not None else options.now.replace(tzinfo=UTC)
+    if now - updated <= options.stale_after:
+        return None
+    return updated.date().isoformat()
+
+
+def _section(chunk: Chunk, fmt: SourceFormat) -> str:
+    path = [_clean(h, fmt) for h in chunk.heading_path if h.strip()]
+    if path and chunk.title and path[0] == _clean(chunk.title, fmt):
+        path = path[1:]  # "Returns policy — Returns policy > EU" repeats itself
+    return " > ".join(path)
+
+
+def header(n: int, chunk: Chunk, options: RenderOptions) -> str:
+    """The header of source `n` (markdown: one line; XML: the opening tag)."""
+    fmt = options.fmt
+    title = _clean(chunk.title, fmt) if chunk.title else ""
+    section = _section(chunk, fmt)
+    effective = (
+        chunk.effective_date.isoformat()
+        if options.effective_dates and chunk.effective_date is not None
+        else None
+    )
+    stale = _stale_since(chunk, options)
+    warning = "; ".join(_clean(w, fmt) for w in chunk.parse_warnings if w.strip())
+    if fmt == "xml":
+        attributes = [("index", str(n)), ("title", title), ("section", section)]
+        attributes += [("effective", effective or ""), ("updated", stale or "")]
+        if stale:
+            attributes.append(("freshness", "may be out of date"))
+        attributes.append(("warning", warning))
+        rendered = " ".join(f'{k}="{_attr(v)}"' for k, v in attributes if v)
+        return f"<document {rendered}>"
+    parts = [f"[{n}]"]
+    if title:
+        parts.append(title)
+    if section:
+        parts.append(f"— {section}" if title else section)
+    if effective:
+        parts.append(f"(effective {effective})")
+    if stale:
+        parts.append(f"(updated {stale}; may be out of date)")
+    if warning:
+        parts.append(f"⚠ {warning}")
+    return " ".join(parts)
+
+
+def render_source(n: int, chunk: Chunk, content: str, options: RenderOptions) -> str:
+    """Source `n` as the model reads it; `content` is the chunk's neutralised text."""
+    if options.fmt == "xml":
+        return f"{header(n, chunk, options)}\n{content}\n</document>"
+    return f"{header(n, chunk, options)}\n{content}"
+
+
+def _attr(value: str) -> str:
+    return (
+        value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    )

@@ -40,9 +40,15 @@ class Source(BaseModel):
 
     n: int
     chunk: Chunk
+    """The chunk shown as [n]; for an escalated document, the whole document."""
+    document: bool = False
+    """True when [n] is a whole document sent in place of its chunks."""
+    covers: tuple[str, ...] = ()
+    """For an escalated document: the ids of the retrieved chunks it contains."""
 
     def __repr__(self) -> str:
-        return f"Source(n={self.n}, chunk={self.chunk!r})"
+        kind = ", document" if self.document else ""
+        return f"Source(n={self.n}, chunk={self.chunk!r}{kind})"
 
 
 class Assembled(BaseModel):

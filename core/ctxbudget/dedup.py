@@ -1,0 +1,100 @@
+"""Near-duplicate detection: word-shingle Jaccard, and embedding cosine when vectors exist.
+
+Dedup runs lazily inside selection: each candidate is compared only with the
+chunks already kept, so a candidate that is never reached costs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ctxbudget.inputs import Chunk
+
+__all__ = ["Dedup", "Deduplicator", "cosine", "jaccard", "shingles"]
+
+_WORD: Final = re.compile(r"\w+")
+
+
+class Dedup(BaseModel):
+    """Thresholds above which two chunks count as the same evidence."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    jaccard: float | None = Field(default=0.5, gt=0, le=1)
+    """5-word-shingle Jaccard similarity; None turns text dedup off."""
+    containment: float | None = Field(default=0.9, gt=0, le=1)
+    """Share of a candidate's shingles already inside one kept chunk (a sub-window of it)."""
+    cosine: float | None = Field(default=0.90, gt=0, le=1)
+    """Embedding cosine similarity, used when both chunks carry embeddings."""
+    shingle_size: int = Field(default=5, ge=1)
+
+
+def shingles(text: str, size: int = 5) -> frozenset[int]:
+    """Hashes of the `size`-word windows of `text`, case-folded; short texts give one shingle."""
+    words = _WORD.findall(text.casefold())
+    if len(words) <= size:
+        return frozenset({hash(tuple(words))}) if words else frozenset()
+    return frozenset(hash(tuple(words[i : i + size])) for i in range(len(words) - size + 1))
+
+
+def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
+    """Size of the intersection over size of the union; 0 when either set is empty."""
+    if not a or not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity; 0 when either vector is zero or their lengths differ."""
+    if len(a) != len(b):
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+class Deduplicator:
+    """Decides whether a candidate duplicates any kept chunk; caches shingles per chunk id."""
+
+    def __init__(self, settings: Dedup) -> None:
+        self._settings = settings
+        self._shingles: dict[str, frozenset[int]] = {}
+
+    def _of(self, chunk: Chunk) -> frozenset[int]:
+        cached = self._shingles.get(chunk.id)
+        if cached is None:
+            cached = shingles(chunk.content, self._settings.shingle_size)
+            self._shingles[chunk.id] = cached
+        return cached
+
+    def duplicates(self, candidate: Chunk, kept: Sequence[Chunk]) -> Chunk | None:
+        """The kept chunk `candidate` duplicates, or None."""
+        s = self._settings
+        if not kept or (s.jaccard is None and s.containment is None and s.cosine is None):
+            return None
+        mine = self._of(candidate) if s.jaccard is not None or s.containment is not None else None
+        for other in kept:
+            if (
+                s.cosine is not None
+                and candidate.embedding is not None
+                and other.embedding is not None
+                and cosine(candidate.embedding, other.embedding) >= s.cosine
+            ):
+                return other
+            if not mine:
+                continue
+            theirs = self._of(other)
+            inter = len(mine & theirs)
+            if not inter:
+                continue
+            if s.jaccard is not None and inter / (len(mine) + len(theirs) - inter) >= s.jaccard:
+                return other
+            if s.containment is not None and inter / len(mine) >= s.containment:
+                return other
+        return None

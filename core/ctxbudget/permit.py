@@ -1,0 +1,37 @@
+"""Permission and tenant filtering: the first step, a where clause, failing closed.
+
+A chunk is visible to a principal only if every ACL it carries admits them: its
+tenant equals theirs, and they share at least one of its groups. Missing ACL
+metadata is public unless the assembler requires it, in which case it is denied.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from ctxbudget.inputs import Chunk, Principal
+
+__all__ = ["AccessPolicy", "permitted"]
+
+
+class AccessPolicy(BaseModel):
+    """Which ACL metadata a chunk must carry to be shown at all."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    require_tenant: bool = False
+    """Deny chunks without a tenant (multi-tenant indexes should set this)."""
+    require_groups: bool = False
+    """Deny chunks without a group list."""
+
+
+def permitted(chunk: Chunk, principal: Principal | None, policy: AccessPolicy) -> bool:
+    """Whether `principal` may see `chunk`. No principal sees only unrestricted chunks."""
+    if chunk.tenant is None:
+        if policy.require_tenant:
+            return False
+    elif principal is None or principal.tenant != chunk.tenant:
+        return False
+    if chunk.groups is None:
+        return not policy.require_groups
+    return principal is not None and not principal.groups.isdisjoint(chunk.groups)

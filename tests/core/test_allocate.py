@@ -1,0 +1,636 @@
+"""The two-pass allocation rule (allocate.py) and whole-item packing (_fit.py).
+
+Claimants here are made of whole items with exact sizes (no framing, no separators),
+so every grant and cost below can be checked by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxbudget import CLAIMANTS, Allocation, Claimant, ContextBudgetError, Dropped
+from ctxbudget._fit import Fit, Packer
+from ctxbudget.allocate import Allocated, allocate
+from ctxbudget.report import DropReason
+
+
+@dataclass
+class Items:
+    """A fake claimant: whole items of known sizes, most preferred first."""
+
+    allocation: Allocation
+    sizes: dict[str, int]
+
+    def fit(self, grant: int) -> Fit[str]:
+        packer: Packer[str] = Packer(
+            claimant=self.allocation.name,
+            kind="text",
+            key=str,
+            cost=self.sizes.__getitem__,
+            bound=self.sizes.__getitem__,
+            framing=0,
+            separator=0,
+        )
+        return packer.pack(list(self.sizes), grant)
+
+    def content_cost(self) -> int:
+        return sum(self.sizes.values())
+
+
+def claim(
+    name: Claimant, *sizes: int, min: int = 0, max: int | None = None, priority: int = 1
+) -> Items:
+    """Claimant `name` with items `name0`, `name1`, ... of the given sizes."""
+    return Items(
+        Allocation(name, min=min, max=max, priority=priority),
+        {f"{name}{i}": size for i, size in enumerate(sizes)},
+    )
+
+
+def kept(allocated: Allocated, name: Claimant) -> list[str]:
+    return [part.key for part in allocated.fits[name].parts]
+
+
+def costs(allocated: Allocated) -> dict[Claimant, int]:
+    return {name: fit.cost for name, fit in allocated.fits.items()}
+
+
+# --- pass 1: floors -----------------------------------------------------------------------
+
+
+def test_allocate_floor_reserved_before_higher_priority_remainder() -> None:
+    retrieved = claim("retrieved", *[10] * 10, priority=1)
+    history = claim("history", 10, 10, 10, 10, min=30, priority=3)
+
+    allocated = allocate([retrieved, history], 100)
+
+    assert costs(allocated) == {"retrieved": 70, "history": 30}
+
+
+def test_allocate_floor_unmet_raises_with_numbers() -> None:
+    system = claim("system", 80, priority=0)
+    retrieved = claim("retrieved", 25, 25, 25, min=50, priority=1)
+
+    with pytest.raises(ContextBudgetError) as caught:
+        allocate([system, retrieved], 100)
+
+    assert (caught.value.claimant, caught.value.needed, caught.value.left) == ("retrieved", 50, 20)
+
+
+def test_allocate_floor_unmet_message_names_claimant_numbers_and_holders() -> None:
+    system = claim("system", 80, priority=0)
+    retrieved = claim("retrieved", 25, 25, 25, min=50, priority=1)
+
+    with pytest.raises(
+        ContextBudgetError,
+        match=r"'retrieved' needs 50 tokens but only 20 are left: its floor \(min=50\) cannot be "
+        r"met after higher-priority claimants took their share \(system 80\)",
+    ):
+        allocate([system, retrieved], 100)
+
+
+def test_allocate_floor_unmet_message_formats_thousands() -> None:
+    system = claim("system", 4_000, priority=0)
+    retrieved = claim("retrieved", 1_000, 1_000, min=1_200, priority=1)
+
+    with pytest.raises(
+        ContextBudgetError, match=r"'retrieved' needs 1,200 tokens but only 1,000 are left"
+    ):
+        allocate([system, retrieved], 5_000)
+
+
+def test_allocate_floors_met_in_priority_order() -> None:
+    # examples is declared first but served second, so it is the one whose floor fails.
+    examples = claim("examples", 30, min=30, priority=2)
+    retrieved = claim("retrieved", 40, min=40, priority=1)
+
+    with pytest.raises(ContextBudgetError) as caught:
+        allocate([examples, retrieved], 60)
+
+    assert (caught.value.claimant, caught.value.needed, caught.value.left) == ("examples", 30, 20)
+
+
+def test_allocate_floor_above_content_is_not_an_error() -> None:
+    # A floor guards space, not content: two small items that are all there is are fine.
+    retrieved = claim("retrieved", 5, 5, min=50, priority=1)
+
+    allocated = allocate([retrieved], 20)
+
+    assert kept(allocated, "retrieved") == ["retrieved0", "retrieved1"]
+
+
+def test_allocate_floor_above_content_reserves_only_content() -> None:
+    system = claim("system", 10, priority=0)
+    retrieved = claim("retrieved", 5, 5, min=50, priority=1)
+    history = claim("history", 10, min=10, priority=3)
+
+    allocated = allocate([system, retrieved, history], 30)
+
+    assert costs(allocated) == {"system": 10, "retrieved": 10, "history": 10}
+
+
+# --- priority 0 ---------------------------------------------------------------------------
+
+
+def test_allocate_priority_zero_keeps_all_content() -> None:
+    system = claim("system", 30, 30, priority=0)
+    retrieved = claim("retrieved", 20, 20, 20, priority=1)
+
+    allocated = allocate([retrieved, system], 100)
+
+    assert kept(allocated, "system") == ["system0", "system1"]
+    assert allocated.granted["system"] == 60
+    assert costs(allocated)["retrieved"] == 40
+
+
+def test_allocate_priority_zero_not_trimmed_to_make_room_for_floor() -> None:
+    system = claim("system", 90, priority=0)
+    retrieved = claim("retrieved", 20, min=20, priority=1)
+
+    with pytest.raises(ContextBudgetError) as caught:
+        allocate([retrieved, system], 100)
+
+    assert (caught.value.claimant, caught.value.needed, caught.value.left) == ("retrieved", 20, 10)
+
+
+def test_allocate_priority_zero_never_squeezed() -> None:
+    allocated = allocate([claim("system", 30, priority=0)], 100)
+
+    assert allocated.squeezed["system"] is False
+
+
+def test_allocate_priority_zero_over_its_max_raises_with_content() -> None:
+    system = claim("system", 6, 6, max=10, priority=0)
+
+    with pytest.raises(ContextBudgetError) as caught:
+        allocate([system], 100)
+
+    assert (caught.value.claimant, caught.value.needed, caught.value.left) == ("system", 12, 10)
+
+
+def test_allocate_priority_zero_over_its_max_message_names_fix() -> None:
+    system = claim("system", 6, 6, max=10, priority=0)
+
+    with pytest.raises(
+        ContextBudgetError,
+        match=r"'system' needs 12 tokens but only 10 are left: its max is 10 and priority-0 "
+        "parts are never trimmed; raise its max or shorten it",
+    ):
+        allocate([system], 100)
+
+
+def test_allocate_priority_zero_over_what_is_left_raises() -> None:
+    system = claim("system", 80, priority=0)
+    question = claim("question", 15, 15, priority=0)
+
+    with pytest.raises(ContextBudgetError) as caught:
+        allocate([system, question], 100)
+
+    assert (caught.value.claimant, caught.value.needed, caught.value.left) == ("question", 30, 20)
+
+
+def test_allocate_priority_zero_over_what_is_left_message_names_holders() -> None:
+    system = claim("system", 80, priority=0)
+    question = claim("question", 15, 15, priority=0)
+
+    with pytest.raises(
+        ContextBudgetError,
+        match=r"'question' needs 30 tokens but only 20 are left: priority-0 parts are never "
+        r"trimmed and higher-priority claimants took their share \(system 80\)",
+    ):
+        allocate([system, question], 100)
+
+
+# --- pass 2: the remainder ----------------------------------------------------------------
+
+
+def test_allocate_remainder_goes_in_priority_order() -> None:
+    history = claim("history", *[10] * 10, priority=3)
+    tools = claim("tools", *[10] * 10, priority=2)
+
+    allocated = allocate([history, tools], 100)
+
+    assert costs(allocated) == {"tools": 100, "history": 0}
+
+
+def test_allocate_remainder_capped_at_max() -> None:
+    retrieved = claim("retrieved", *[10] * 5, max=30, priority=1)
+    history = claim("history", *[10] * 5, priority=3)
+
+    allocated = allocate([retrieved, history], 100)
+
+    assert allocated.granted == {"retrieved": 30, "history": 70}
+    assert costs(allocated) == {"retrieved": 30, "history": 50}
+
+
+def test_allocate_small_high_priority_claimant_does_not_block_lower() -> None:
+    retrieved = claim("retrieved", 10, max=3_000, priority=1)
+    history = claim("history", 40, 40, priority=3)
+
+    allocated = allocate([retrieved, history], 100)
+
+    assert costs(allocated) == {"retrieved": 10, "history": 80}
+
+
+def test_allocate_unusable_gap_flows_to_next_claimant() -> None:
+    retrieved = claim("retrieved", 30, 30, priority=1)
+    history = claim("history", 20, priority=3)
+
+    allocated = allocate([retrieved, history], 50)
+
+    assert kept(allocated, "retrieved") == ["retrieved0"]
+    assert kept(allocated, "history") == ["history0"]
+    assert allocated.granted == {"retrieved": 50, "history": 20}
+
+
+def test_allocate_max_none_is_uncapped() -> None:
+    retrieved = claim("retrieved", *[100] * 5, priority=1)
+
+    allocated = allocate([retrieved], 350)
+
+    assert allocated.granted["retrieved"] == 350
+    assert costs(allocated)["retrieved"] == 300
+
+
+def test_allocate_max_zero_grants_nothing() -> None:
+    tools = claim("tools", 1, max=0, priority=2)
+
+    allocated = allocate([tools], 100)
+
+    assert allocated.granted["tools"] == 0
+    assert allocated.fits["tools"].parts == ()
+    assert costs(allocated)["tools"] == 0
+
+
+# --- squeezed and holders -----------------------------------------------------------------
+
+
+def squeeze_setup() -> list[Items]:
+    return [
+        claim("system", 30, priority=0),
+        claim("retrieved", *[20] * 4, max=100, priority=1),
+        claim("history", 10, 10, min=10, priority=3),
+    ]
+
+
+def test_allocate_squeezed_when_others_hold_space() -> None:
+    allocated = allocate(squeeze_setup(), 100)
+
+    assert costs(allocated) == {"system": 30, "retrieved": 60, "history": 10}
+    assert allocated.squeezed == {"system": False, "retrieved": True, "history": True}
+
+
+def test_allocate_holders_name_floors_not_yet_served() -> None:
+    allocated = allocate(squeeze_setup(), 100)
+
+    assert allocated.holders["retrieved"] == {"system": 30, "history": 10}
+
+
+def test_allocate_holders_name_fits_already_served() -> None:
+    allocated = allocate(squeeze_setup(), 100)
+
+    assert allocated.holders["history"] == {"system": 30, "retrieved": 60}
+
+
+def test_allocate_not_squeezed_when_own_max_limits() -> None:
+    retrieved = claim("retrieved", *[10] * 5, max=30, priority=1)
+
+    allocated = allocate([retrieved], 1_000)
+
+    assert allocated.fits["retrieved"].overflow is True
+    assert allocated.squeezed["retrieved"] is False
+    assert "retrieved" not in allocated.holders
+
+
+def test_allocate_not_squeezed_when_content_small() -> None:
+    system = claim("system", 50, priority=0)
+    retrieved = claim("retrieved", 10, priority=1)
+
+    allocated = allocate([system, retrieved], 100)
+
+    assert allocated.squeezed["retrieved"] is False
+    assert "retrieved" not in allocated.holders
+
+
+# --- the invariant ------------------------------------------------------------------------
+
+
+@st.composite
+def claim_sets(draw: st.DrawFn) -> tuple[list[Items], int]:
+    names = draw(st.lists(st.sampled_from(CLAIMANTS), min_size=1, max_size=7, unique=True))
+    claims = []
+    for name in names:
+        low = draw(st.integers(0, 60))
+        high = draw(st.none() | st.integers(low, 120))
+        sizes = draw(st.lists(st.integers(0, 40), max_size=6))
+        claims.append(claim(name, *sizes, min=low, max=high, priority=draw(st.integers(0, 4))))
+    return claims, draw(st.integers(0, 300))
+
+
+def allocate_or_error(claims: list[Items], available: int) -> Allocated | ContextBudgetError:
+    try:
+        return allocate(claims, available)
+    except ContextBudgetError as error:
+        return error
+
+
+@given(claim_sets())
+def test_allocate_fits_budget_or_raises(case: tuple[list[Items], int]) -> None:
+    claims, available = case
+    allocated = allocate_or_error(claims, available)
+    if isinstance(allocated, ContextBudgetError):
+        assert allocated.needed > allocated.left
+        return
+
+    assert set(allocated.fits) == {c.allocation.name for c in claims}
+    assert sum(fit.cost for fit in allocated.fits.values()) <= available
+    for c in claims:
+        a = c.allocation
+        fit, grant = allocated.fits[a.name], allocated.granted[a.name]
+        assert fit.cost <= grant
+        if a.priority == 0:
+            assert [part.key for part in fit.parts] == list(c.sizes)
+        elif c.content_cost() >= a.min:
+            assert grant >= a.min
+        else:
+            assert [part.key for part in fit.parts] == list(c.sizes)
+
+
+# --- Packer -------------------------------------------------------------------------------
+
+
+def make_packer(
+    sizes: dict[str, int],
+    *,
+    framing: int = 0,
+    separator: int = 0,
+    exact_bound: bool = False,
+    costed: list[str] | None = None,
+) -> Packer[str]:
+    """A packer over item keys; `costed` records every call of the cost function."""
+
+    def cost(key: str) -> int:
+        if costed is not None:
+            costed.append(key)
+        return sizes[key]
+
+    bound: Callable[[str], int] = sizes.__getitem__ if exact_bound else (lambda _: 0)
+    return Packer(
+        claimant="retrieved",
+        kind="chunk",
+        key=str,
+        cost=cost,
+        bound=bound,
+        framing=framing,
+        separator=separator,
+    )
+
+
+def keys(fit: Fit[Any]) -> list[str]:
+    return [part.key for part in fit.parts]
+
+
+def test_pack_keeps_everything_that_fits() -> None:
+    sizes = {"a": 3, "b": 4}
+
+    fit = make_packer(sizes).pack(sizes, 7)
+
+    assert (keys(fit), fit.cost, fit.overflow) == (["a", "b"], 7, False)
+    assert (fit.dropped, fit.unreached) == ((), ())
+
+
+def test_pack_keeps_preferred_prefix() -> None:
+    sizes = {"a": 3, "b": 4, "c": 5}
+
+    fit = make_packer(sizes).pack(sizes, 7)
+
+    assert (keys(fit), fit.cost, fit.overflow) == (["a", "b"], 7, True)
+    assert fit.dropped == (("c", "over_budget", 5),)
+
+
+def test_pack_drops_item_larger_than_grant_as_oversize_and_continues() -> None:
+    sizes = {"a": 10, "b": 3, "c": 2}
+
+    fit = make_packer(sizes).pack(sizes, 5)
+
+    assert keys(fit) == ["b", "c"]
+    assert fit.dropped == (("a", "oversize", 10),)
+    assert fit.overflow is True
+
+
+def test_pack_stops_at_first_item_that_does_not_fit() -> None:
+    # c and d would fit in what is left, but never in place of the better b.
+    sizes = {"a": 3, "b": 3, "c": 1, "d": 1}
+
+    fit = make_packer(sizes).pack(sizes, 5)
+
+    assert keys(fit) == ["a"]
+    assert fit.dropped == (("b", "over_budget", 3),)
+    assert fit.unreached == ("c", "d")
+
+
+def test_pack_never_costs_unreached_items() -> None:
+    sizes = {"a": 3, "b": 3, "c": 1, "d": 1}
+    costed: list[str] = []
+
+    make_packer(sizes, costed=costed).pack(iter(sizes), 5)
+
+    assert costed == ["a", "b"]
+
+
+def test_pack_bound_skips_costing_oversize_item() -> None:
+    sizes = {"a": 10, "b": 2}
+    costed: list[str] = []
+
+    fit = make_packer(sizes, exact_bound=True, costed=costed).pack(sizes, 5)
+
+    assert fit.dropped == (("a", "oversize", None),)
+    assert costed == ["b"]
+
+
+def test_pack_bound_stops_walk_without_costing() -> None:
+    sizes = {"a": 3, "b": 3, "c": 1}
+    costed: list[str] = []
+
+    fit = make_packer(sizes, exact_bound=True, costed=costed).pack(sizes, 5)
+
+    assert fit.dropped == (("b", "over_budget", None),)
+    assert fit.unreached == ("c",)
+    assert costed == ["a"]
+
+
+def test_pack_charges_separator_between_items() -> None:
+    sizes = {"a": 2, "b": 2, "c": 2}
+
+    fit = make_packer(sizes, separator=1).pack(sizes, 8)
+
+    assert [part.cost for part in fit.parts] == [2, 3, 3]
+    assert fit.cost == 8
+
+
+def test_pack_separator_can_push_item_out() -> None:
+    sizes = {"a": 2, "b": 2, "c": 2}
+
+    fit = make_packer(sizes, separator=1).pack(sizes, 7)
+
+    assert keys(fit) == ["a", "b"]
+    assert fit.dropped == (("c", "over_budget", 2),)
+
+
+def test_pack_separator_not_charged_before_first_item() -> None:
+    sizes = {"a": 5}
+
+    fit = make_packer(sizes, separator=3).pack(sizes, 5)
+
+    assert (keys(fit), fit.cost) == (["a"], 5)
+
+
+def test_pack_charges_framing_when_something_kept() -> None:
+    sizes = {"a": 2}
+
+    fit = make_packer(sizes, framing=4).pack(sizes, 6)
+
+    assert (keys(fit), fit.cost) == (["a"], 6)
+    assert fit.parts[0].cost == 2
+
+
+def test_pack_framing_not_charged_when_nothing_kept() -> None:
+    sizes = {"a": 10}
+
+    fit = make_packer(sizes, framing=4).pack(sizes, 6)
+
+    assert (keys(fit), fit.cost) == ([], 0)
+
+
+def test_pack_framing_not_charged_for_no_items() -> None:
+    fit = make_packer({}, framing=4).pack([], 6)
+
+    assert (fit.parts, fit.cost, fit.overflow) == ((), 0, False)
+
+
+def test_pack_framing_reduces_room_for_items() -> None:
+    sizes = {"a": 3}
+
+    fit = make_packer(sizes, framing=4).pack(sizes, 6)
+
+    assert fit.dropped == (("a", "oversize", 3),)
+
+
+def test_pack_reject_drops_with_reason_without_consuming_space() -> None:
+    sizes = {"a": 3, "b": 3, "c": 2}
+    costed: list[str] = []
+
+    def reject(item: str, kept_items: list[str]) -> DropReason | None:
+        return "duplicate" if item == "b" else None
+
+    fit = make_packer(sizes, costed=costed).pack(sizes, 5, reject=reject)
+
+    assert (keys(fit), fit.cost) == (["a", "c"], 5)
+    assert fit.dropped == (("b", "duplicate", None),)
+    assert costed == ["a", "c"]
+
+
+def test_pack_reject_sees_items_kept_so_far() -> None:
+    sizes = {"a": 3, "b": 3, "c": 2}
+    seen: list[list[str]] = []
+
+    def reject(item: str, kept_items: list[str]) -> DropReason | None:
+        seen.append(list(kept_items))
+        return None
+
+    make_packer(sizes).pack(sizes, 10, reject=reject)
+
+    assert seen == [[], ["a"], ["a", "b"]]
+
+
+def test_shrink_drops_last_part() -> None:
+    packer = make_packer({"a": 2, "b": 3})
+    fit = packer.pack(["a", "b"], 10)
+
+    smaller = packer.shrink(fit)
+
+    assert smaller is not None
+    assert (keys(smaller), smaller.cost, smaller.overflow) == (["a"], 2, True)
+    assert smaller.dropped == (("b", "over_budget", 3),)
+
+
+def test_shrink_removes_separator_of_dropped_part() -> None:
+    packer = make_packer({"a": 2, "b": 2, "c": 2}, separator=1)
+    fit = packer.pack(["a", "b", "c"], 8)
+
+    smaller = packer.shrink(fit)
+
+    assert smaller is not None
+    assert smaller.cost == 5
+
+
+def test_shrink_to_empty_drops_framing() -> None:
+    packer = make_packer({"a": 2}, framing=4)
+    fit = packer.pack(["a"], 6)
+
+    smaller = packer.shrink(fit)
+
+    assert smaller is not None
+    assert (smaller.parts, smaller.cost) == ((), 0)
+
+
+def test_shrink_keeps_earlier_drops_and_unreached() -> None:
+    packer = make_packer({"a": 9, "b": 2, "c": 2, "d": 1, "e": 1})
+    fit = packer.pack(["a", "b", "c", "d", "e"], 3)
+
+    smaller = packer.shrink(fit)
+
+    assert smaller is not None
+    assert smaller.dropped == (
+        ("a", "oversize", 9),
+        ("c", "over_budget", 2),
+        ("b", "over_budget", 2),
+    )
+    assert smaller.unreached == ("d", "e")
+
+
+def test_shrink_returns_none_on_empty_fit() -> None:
+    packer = make_packer({"a": 10})
+
+    assert packer.shrink(packer.pack(["a"], 5)) is None
+
+
+def test_drops_lists_every_left_out_item() -> None:
+    sizes = {"a": 9, "b": 2, "dup": 1, "c": 2, "d": 1}
+    packer = make_packer(sizes, exact_bound=True)
+
+    def reject(item: str, kept_items: list[str]) -> DropReason | None:
+        return "duplicate" if item == "dup" else None
+
+    fit = packer.pack(sizes, 3, reject=reject)
+
+    assert packer.drops(fit) == [
+        Dropped(claimant="retrieved", kind="chunk", id="a", reason="oversize", tokens=None),
+        Dropped(claimant="retrieved", kind="chunk", id="dup", reason="duplicate", tokens=None),
+        Dropped(claimant="retrieved", kind="chunk", id="c", reason="over_budget", tokens=None),
+        Dropped(claimant="retrieved", kind="chunk", id="d", reason="over_budget", tokens=None),
+    ]
+
+
+def test_drops_carries_counted_tokens() -> None:
+    sizes = {"a": 9, "b": 2}
+    packer = make_packer(sizes)
+
+    fit = packer.pack(sizes, 3)
+
+    assert packer.drops(fit) == [
+        Dropped(claimant="retrieved", kind="chunk", id="a", reason="oversize", tokens=9),
+    ]
+
+
+def test_drops_empty_when_everything_kept() -> None:
+    sizes = {"a": 1}
+    packer = make_packer(sizes)
+
+    assert packer.drops(packer.pack(sizes, 1)) == []

@@ -1,0 +1,301 @@
+"""Chunk, Turn, Tool and Principal as validated, immutable inputs (core/ctxbudget/inputs.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from ctxbudget import Chunk, Principal, Tool, Turn
+
+SURROGATE_MESSAGE = r"\n\s+Value error, contains a lone surrogate U\+D800 at index 2"
+
+
+def chunk(**fields: Any) -> Chunk:
+    return Chunk(**{"id": "c1", "content": "Refunds take 14 days.", **fields})
+
+
+# --- immutability -------------------------------------------------------------------------
+
+
+def test_chunk_is_frozen() -> None:
+    with pytest.raises(ValidationError, match=r"content\n\s+Instance is frozen"):
+        chunk().content = "changed"  # type: ignore[misc]
+
+
+def test_turn_is_frozen() -> None:
+    with pytest.raises(ValidationError, match=r"role\n\s+Instance is frozen"):
+        Turn(role="user", content="hi").role = "assistant"  # type: ignore[misc]
+
+
+def test_tool_is_frozen() -> None:
+    with pytest.raises(ValidationError, match=r"name\n\s+Instance is frozen"):
+        Tool(name="search").name = "other"  # type: ignore[misc]
+
+
+def test_principal_is_frozen() -> None:
+    with pytest.raises(ValidationError, match=r"tenant\n\s+Instance is frozen"):
+        Principal(tenant="acme").tenant = "other"  # type: ignore[misc]
+
+
+def test_chunk_heading_path_list_becomes_tuple() -> None:
+    assert chunk(heading_path=["Returns", "EU"]).heading_path == ("Returns", "EU")
+
+
+def test_chunk_groups_set_becomes_frozenset() -> None:
+    assert chunk(groups={"sales"}).groups == frozenset({"sales"})
+
+
+def test_principal_groups_default_empty_frozenset() -> None:
+    assert Principal().groups == frozenset()
+
+
+# --- normalisation ------------------------------------------------------------------------
+
+
+def test_chunk_unknown_keyword_goes_to_metadata() -> None:
+    assert chunk(url="https://example.com/refunds").metadata == {
+        "url": "https://example.com/refunds"
+    }
+
+
+def test_chunk_unknown_keyword_merges_with_metadata() -> None:
+    assert chunk(metadata={"lang": "en"}, url="u").metadata == {"lang": "en", "url": "u"}
+
+
+def test_chunk_model_validate_does_not_mutate_input() -> None:
+    data = {"id": "c1", "content": "x", "url": "u", "heading_path": None}
+
+    Chunk.model_validate(data)
+
+    assert data == {"id": "c1", "content": "x", "url": "u", "heading_path": None}
+
+
+def test_chunk_metadata_none_becomes_empty_dict() -> None:
+    assert chunk(metadata=None).metadata == {}
+
+
+def test_chunk_metadata_defaults_to_empty_dict() -> None:
+    assert chunk().metadata == {}
+
+
+def test_chunk_heading_path_none_becomes_empty_tuple() -> None:
+    assert chunk(heading_path=None).heading_path == ()
+
+
+def test_chunk_parse_warnings_none_becomes_empty_tuple() -> None:
+    assert chunk(parse_warnings=None).parse_warnings == ()
+
+
+def test_chunk_document_id_defaults_to_id() -> None:
+    assert chunk(id="doc-7").document_id == "doc-7"
+
+
+def test_chunk_document_id_none_defaults_to_id() -> None:
+    assert chunk(id="doc-7", document_id=None).document_id == "doc-7"
+
+
+def test_chunk_document_id_kept_when_given() -> None:
+    assert chunk(id="doc-7#3", document_id="doc-7").document_id == "doc-7"
+
+
+# --- text validity ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "location"),
+    [
+        ("content", "ab\ud800", "content"),
+        ("title", "ab\ud800", "title"),
+        ("heading_path", ("Returns", "ab\ud800"), r"heading_path\.1"),
+        ("parse_warnings", ("ab\ud800",), r"parse_warnings\.0"),
+        ("source", "ab\ud800", "source"),
+        ("tenant", "ab\ud800", "tenant"),
+    ],
+)
+def test_chunk_rejects_lone_surrogate_naming_field_and_index(
+    field: str, value: object, location: str
+) -> None:
+    with pytest.raises(ValidationError, match=location + SURROGATE_MESSAGE):
+        chunk(**{field: value})
+
+
+@pytest.mark.parametrize("field", ["id", "document_id"])
+def test_chunk_rejects_lone_surrogate_in_id_naming_index(field: str) -> None:
+    with pytest.raises(ValidationError, match=field + SURROGATE_MESSAGE):
+        chunk(**{field: "ab\ud800"})
+
+
+def test_turn_rejects_lone_surrogate_in_content() -> None:
+    with pytest.raises(ValidationError, match="content" + SURROGATE_MESSAGE):
+        Turn(role="user", content="ab\ud800")
+
+
+def test_tool_rejects_lone_surrogate_in_description() -> None:
+    with pytest.raises(ValidationError, match="description" + SURROGATE_MESSAGE):
+        Tool(name="search", description="ab\ud800")
+
+
+def test_principal_rejects_lone_surrogate_in_tenant() -> None:
+    with pytest.raises(ValidationError, match="tenant" + SURROGATE_MESSAGE):
+        Principal(tenant="ab\ud800")
+
+
+def test_chunk_lone_surrogate_message_names_low_surrogate() -> None:
+    with pytest.raises(ValidationError, match=r"lone surrogate U\+DFFF at index 0"):
+        chunk(content="\udfff tail")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Family: \U0001f468\u200d\U0001f469\u200d\U0001f467 \U0001f44d\U0001f3fd",
+        "\u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627 \u202ehidden\u202c",
+        "cafe\u0301 Zalgo: Z\u0351\u0358a\u0364l\u036ag\u0363o",
+        "\U0001d54f math, \u00a0nbsp, \ufeffbom",
+    ],
+    ids=["emoji", "rtl", "combining", "astral"],
+)
+def test_chunk_accepts_unicode_unchanged(text: str) -> None:
+    made = chunk(content=text, title=text, heading_path=(text,))
+
+    assert (made.content, made.title, made.heading_path) == (text, text, (text,))
+
+
+def test_turn_accepts_combining_marks_unchanged() -> None:
+    assert Turn(role="user", content="cafe\u0301").content == "cafe\u0301"
+
+
+def test_chunk_accepts_one_megabyte_content() -> None:
+    content = "refund policy " * 75_000
+
+    assert chunk(content=content).content == content
+
+
+def test_chunk_reports_surrogate_index_in_large_content() -> None:
+    with pytest.raises(ValidationError, match=r"at index 1000000"):
+        chunk(content="a" * 1_000_000 + "\ud800")
+
+
+# --- field rejections ---------------------------------------------------------------------
+
+
+def test_chunk_rejects_empty_id() -> None:
+    with pytest.raises(ValidationError, match=r"id\n\s+Value error, must not be empty"):
+        chunk(id="")
+
+
+def test_chunk_rejects_empty_document_id() -> None:
+    with pytest.raises(ValidationError, match=r"document_id\n\s+Value error, must not be empty"):
+        chunk(document_id="")
+
+
+def test_turn_rejects_empty_id() -> None:
+    with pytest.raises(ValidationError, match=r"id\n\s+Value error, must not be empty"):
+        Turn(role="user", content="hi", id="")
+
+
+@pytest.mark.parametrize("field", ["score", "rerank_score"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_chunk_rejects_non_finite_score(field: str, value: float) -> None:
+    with pytest.raises(
+        ValidationError, match=rf"{field}\n\s+Value error, must be a finite number, but got"
+    ):
+        chunk(**{field: value})
+
+
+def test_tool_rejects_nan_score() -> None:
+    with pytest.raises(ValidationError, match=r"score\n\s+Value error, must be a finite number"):
+        Tool(name="search", score=float("nan"))
+
+
+def test_chunk_accepts_negative_finite_score() -> None:
+    assert chunk(score=-1.5).score == -1.5
+
+
+@pytest.mark.parametrize("field", ["tokens", "ordinal"])
+def test_chunk_rejects_negative_count(field: str) -> None:
+    with pytest.raises(
+        ValidationError, match=rf"{field}\n\s+Input should be greater than or equal to 0"
+    ):
+        chunk(**{field: -1})
+
+
+@pytest.mark.parametrize("field", ["tokens", "ordinal"])
+def test_chunk_accepts_zero_count(field: str) -> None:
+    assert getattr(chunk(**{field: 0}), field) == 0
+
+
+def test_chunk_rejects_non_string_content() -> None:
+    with pytest.raises(ValidationError, match=r"content\n\s+Input should be a valid string"):
+        chunk(content=3)
+
+
+def test_turn_rejects_non_string_content() -> None:
+    with pytest.raises(ValidationError, match=r"content\n\s+Input should be a valid string"):
+        Turn(role="user", content=3)
+
+
+def test_chunk_rejects_non_dict_metadata_with_extras() -> None:
+    with pytest.raises(ValidationError, match=r"metadata\n\s+Input should be a valid dictionary"):
+        chunk(metadata=["x"], url="u")
+
+
+def test_chunk_requires_content() -> None:
+    with pytest.raises(ValidationError, match=r"content\n\s+Field required"):
+        Chunk(id="c1")
+
+
+@pytest.mark.parametrize("name", ["search", "kb.search_v2", "get-weather", "A" * 64])
+def test_tool_accepts_valid_name(name: str) -> None:
+    assert Tool(name=name).name == name
+
+
+@pytest.mark.parametrize("name", ["", "two words", "A" * 65, "na\u00efve", "call()", "a/b"])
+def test_tool_rejects_invalid_name(name: str) -> None:
+    with pytest.raises(
+        ValidationError, match=r"name\n\s+String should match pattern '\^\[A-Za-z0-9_\.\\-\]"
+    ):
+        Tool(name=name)
+
+
+def test_tool_rejects_unknown_field() -> None:
+    with pytest.raises(ValidationError, match=r"schema\n\s+Extra inputs are not permitted"):
+        Tool(name="search", schema={})
+
+
+@pytest.mark.parametrize("role", ["system", "user", "assistant", "tool"])
+def test_turn_accepts_known_role(role: str) -> None:
+    assert Turn(role=role, content="hi").role == role
+
+
+@pytest.mark.parametrize("role", ["bot", "User", "human", ""])
+def test_turn_rejects_unknown_role(role: str) -> None:
+    with pytest.raises(
+        ValidationError,
+        match=r"role\n\s+Input should be 'system', 'user', 'assistant' or 'tool'",
+    ):
+        Turn(role=role, content="hi")
+
+
+def test_turn_rejects_unknown_field() -> None:
+    with pytest.raises(ValidationError, match=r"name\n\s+Extra inputs are not permitted"):
+        Turn(role="user", content="hi", name="alice")
+
+
+# --- confidentiality ----------------------------------------------------------------------
+
+
+def test_chunk_repr_omits_content() -> None:
+    made = chunk(id="c1", content="SECRET payroll figures")
+
+    assert "SECRET" not in repr(made)
+    assert repr(made) == "Chunk(id='c1', document_id='c1', 22 chars)"
+
+
+def test_chunk_str_omits_content() -> None:
+    # f"{chunk}" and logging's "%s" use str(), not repr().
+    made = chunk(id="c1", content="SECRET payroll figures")
+
+    assert "SECRET" not in str(made)

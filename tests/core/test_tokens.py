@@ -1,0 +1,409 @@
+"""Tests for `ctxbudget.tokens`: tokenizer resolution, adapters and the counting cache."""
+
+from __future__ import annotations
+
+import random
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import tiktoken
+from hypothesis import given
+from hypothesis import strategies as st
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import models, pre_tokenizers, processors
+
+from ctxbudget import (
+    CallableTokenizer,
+    HuggingFaceTokenizer,
+    TiktokenTokenizer,
+    TokenCounter,
+    Tokenizer,
+    TokenizerError,
+    _offline,
+    get_tokenizer,
+    tokens,
+)
+
+
+class RecordingCount:
+    """A ``str -> int`` function (one token per space-separated word) that logs its calls."""
+
+    def __init__(self, result: object = None) -> None:
+        self.calls: list[str] = []
+        self._result = result
+
+    def __call__(self, text: str) -> int:
+        self.calls.append(text)
+        if self._result is not None:
+            return self._result  # type: ignore[return-value]
+        return len(text.split())
+
+
+def recording_counter(maxsize: int = 16_384) -> tuple[TokenCounter, RecordingCount]:
+    fn = RecordingCount()
+    return TokenCounter(CallableTokenizer(fn, name="words"), maxsize=maxsize), fn
+
+
+class FakeTransformersTokenizer:
+    """Mimics a `transformers` tokenizer: `encode` returns ids and adds BOS/EOS by default."""
+
+    name_or_path = "org/fake-model"
+
+    def __init__(self) -> None:
+        self.add_special_tokens: list[bool] = []
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        self.add_special_tokens.append(add_special_tokens)
+        ids = [hash(word) % 1000 for word in text.split()]
+        return [1, *ids, 2] if add_special_tokens else ids
+
+
+class BadEncodeTokenizer:
+    def encode(self, text: str, add_special_tokens: bool = True) -> object:
+        return 42
+
+
+class FixedWidthTokenizer:
+    """A bounded tokenizer: every token is at most 4 bytes."""
+
+    name = "fixed-width"
+    max_token_bytes = 4
+
+    def count(self, text: str) -> int:
+        return -(-len(text.encode("utf-8")) // 4)
+
+
+@pytest.fixture(scope="module")
+def hf_tokenizer() -> HFTokenizer:
+    """A real `tokenizers.Tokenizer` built in memory, which adds [CLS] and [SEP] by default."""
+    vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "hello": 3, "world": 4, ",": 5, "!": 6}
+    tokenizer = HFTokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)]
+    )
+    return tokenizer
+
+
+# get_tokenizer
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4.1", "o3", "gpt-4o-2024-08-06"])
+def test_get_tokenizer_for_recent_models_is_o200k(model: str) -> None:
+    assert get_tokenizer(model).name == "o200k_base"
+
+
+@pytest.mark.parametrize("model", ["gpt-4", "gpt-3.5-turbo"])
+def test_get_tokenizer_for_gpt4_and_gpt35_is_cl100k(model: str) -> None:
+    assert get_tokenizer(model).name == "cl100k_base"
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_get_tokenizer_accepts_encoding_name(name: str) -> None:
+    assert get_tokenizer(name).name == name
+
+
+def test_get_tokenizer_counts_hello_world_as_two_tokens() -> None:
+    assert get_tokenizer("gpt-4o").count("hello world") == 2
+
+
+def test_get_tokenizer_with_unknown_model_says_how_to_pass_a_tokenizer() -> None:
+    with pytest.raises(
+        TokenizerError,
+        match=(
+            r"no known tokenizer for model 'my-llama-70b'\. Pass an encoding name "
+            r"\(.*cl100k_base.*o200k_base.*\), or a Tokenizer: "
+            r"CallableTokenizer\(fn, name=\.\.\.\) .*HuggingFaceTokenizer\("
+        ),
+    ):
+        get_tokenizer("my-llama-70b")
+
+
+def test_get_tokenizer_with_same_name_returns_same_object() -> None:
+    assert get_tokenizer("gpt-4o") is get_tokenizer("gpt-4o")
+
+
+def test_get_tokenizer_for_model_and_its_encoding_shares_the_encoding() -> None:
+    assert get_tokenizer("gpt-4o").encoding is get_tokenizer("o200k_base").encoding
+
+
+def test_get_tokenizer_when_download_fails_for_unshipped_encoding_points_to_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def get_encoding(name: str) -> tiktoken.Encoding:
+        raise OSError("network is unreachable")
+
+    # p50k_base has no offline vocabulary, so it goes to tiktoken, which would download.
+    monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
+    with pytest.raises(
+        TokenizerError,
+        match=(
+            r"could not load tiktoken encoding 'p50k_base' \(OSError: network is unreachable\)"
+            r".*offline extra ships only \['cl100k_base', 'o200k_base'\].*TIKTOKEN_CACHE_DIR"
+        ),
+    ):
+        get_tokenizer("p50k_base")
+
+
+def test_encoding_load_without_offline_extra_hints_at_installing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def get_encoding(name: str) -> tiktoken.Encoding:
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", get_encoding)
+    monkeypatch.setattr(_offline, "offline_available", lambda: False)
+    # _encoding is cached per name; call the undecorated function.
+    with pytest.raises(TokenizerError, match=r"pip install 'ctxbudget\[offline\]'"):
+        tokens._encoding.__wrapped__("o200k_base")
+
+
+# TiktokenTokenizer
+
+
+def test_tiktoken_count_treats_special_token_as_text(o200k: TiktokenTokenizer) -> None:
+    assert o200k.count("<|endoftext|>") == len(o200k.encoding.encode_ordinary("<|endoftext|>"))
+
+
+def test_tiktoken_count_of_special_token_is_more_than_one(o200k: TiktokenTokenizer) -> None:
+    assert o200k.count("<|endoftext|>") > 1
+
+
+@pytest.mark.parametrize(
+    "text", ["", "hello world", "before <|endoftext|> after <|endofprompt|>", "they'll 你好 😀"]
+)
+def test_tiktoken_encode_equals_encode_ordinary(o200k: TiktokenTokenizer, text: str) -> None:
+    assert o200k.encode(text) == o200k.encoding.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("text", ["hello world", "a <|fim_prefix|> b", "x" * 1000])
+def test_tiktoken_count_equals_length_of_encode(cl100k: TiktokenTokenizer, text: str) -> None:
+    assert cl100k.count(text) == len(cl100k.encode(text))
+
+
+def test_tiktoken_max_token_bytes_is_positive_int(o200k: TiktokenTokenizer) -> None:
+    assert isinstance(o200k.max_token_bytes, int)
+    assert o200k.max_token_bytes > 0
+
+
+def test_tiktoken_max_token_bytes_is_longest_token(cl100k: TiktokenTokenizer) -> None:
+    lengths = [len(token) for token in cl100k.encoding.token_byte_values()]
+    assert cl100k.max_token_bytes == max(lengths)
+
+
+def test_tiktoken_repr_names_encoding(o200k: TiktokenTokenizer) -> None:
+    assert repr(o200k) == "TiktokenTokenizer('o200k_base')"
+
+
+# CallableTokenizer
+
+
+def test_callable_count_uses_function(fake_tokenizer: CallableTokenizer) -> None:
+    assert fake_tokenizer.count("Hello, world!") == 5  # Hello , " " world !
+
+
+def test_callable_name_is_given_name(fake_tokenizer: CallableTokenizer) -> None:
+    assert fake_tokenizer.name == "fake-words"
+
+
+def test_callable_count_of_zero_is_accepted() -> None:
+    assert CallableTokenizer(lambda text: 0, name="zero").count("anything") == 0
+
+
+@pytest.mark.parametrize("bad", [-1, 2.0, True, None, "3"], ids=repr)
+def test_callable_count_with_invalid_result_names_tokenizer(bad: object) -> None:
+    tokenizer = CallableTokenizer(lambda text: bad, name="provider-count")  # type: ignore[arg-type,return-value]
+    with pytest.raises(
+        TokenizerError,
+        match=(
+            rf"tokenizer 'provider-count' returned {re.escape(repr(bad))} for a 5-character text; "
+            r"a token count must be an int >= 0"
+        ),
+    ):
+        tokenizer.count("hello")
+
+
+def test_callable_repr_names_tokenizer(fake_tokenizer: CallableTokenizer) -> None:
+    assert repr(fake_tokenizer) == "CallableTokenizer(name='fake-words')"
+
+
+# HuggingFaceTokenizer
+
+
+def test_hf_tokenizers_count_excludes_special_tokens(hf_tokenizer: HFTokenizer) -> None:
+    assert HuggingFaceTokenizer(hf_tokenizer).count("hello, world!") == 4
+
+
+def test_hf_tokenizers_default_encode_adds_special_tokens(hf_tokenizer: HFTokenizer) -> None:
+    # Guards the test above: this tokenizer really does add [CLS] and [SEP] when asked.
+    assert hf_tokenizer.encode("hello, world!").ids == [1, 3, 5, 4, 6, 2]
+
+
+def test_hf_tokenizers_count_includes_unknown_words(hf_tokenizer: HFTokenizer) -> None:
+    assert HuggingFaceTokenizer(hf_tokenizer).count("hello there world") == 3
+
+
+def test_hf_tokenizers_name_defaults_to_class_name(hf_tokenizer: HFTokenizer) -> None:
+    assert HuggingFaceTokenizer(hf_tokenizer).name == "Tokenizer"
+
+
+def test_hf_tokenizers_name_is_given_name(hf_tokenizer: HFTokenizer) -> None:
+    assert HuggingFaceTokenizer(hf_tokenizer, name="tiny-wordlevel").name == "tiny-wordlevel"
+
+
+def test_hf_transformers_count_excludes_special_tokens() -> None:
+    assert HuggingFaceTokenizer(FakeTransformersTokenizer()).count("one two three") == 3
+
+
+def test_hf_transformers_encode_is_called_without_special_tokens() -> None:
+    fake = FakeTransformersTokenizer()
+    HuggingFaceTokenizer(fake).count("one two three")
+    assert fake.add_special_tokens == [False]
+
+
+def test_hf_transformers_name_defaults_to_name_or_path() -> None:
+    assert HuggingFaceTokenizer(FakeTransformersTokenizer()).name == "org/fake-model"
+
+
+def test_hf_count_with_unusable_encode_result_raises() -> None:
+    tokenizer = HuggingFaceTokenizer(BadEncodeTokenizer(), name="odd")
+    with pytest.raises(
+        TokenizerError,
+        match=(
+            r"'odd'\.encode returned int, expected a list of ids or an object with `\.ids`; "
+            r"wrap it in CallableTokenizer instead"
+        ),
+    ):
+        tokenizer.count("hello")
+
+
+def test_hf_repr_names_tokenizer() -> None:
+    assert repr(HuggingFaceTokenizer(FakeTransformersTokenizer())) == (
+        "HuggingFaceTokenizer(name='org/fake-model')"
+    )
+
+
+# Tokenizer protocol
+
+
+def test_tokenizer_protocol_is_satisfied_by_all_adapters(
+    o200k: TiktokenTokenizer, fake_tokenizer: CallableTokenizer
+) -> None:
+    hf = HuggingFaceTokenizer(FakeTransformersTokenizer())
+    assert isinstance(o200k, Tokenizer)
+    assert isinstance(fake_tokenizer, Tokenizer)
+    assert isinstance(hf, Tokenizer)
+
+
+# TokenCounter
+
+
+def test_counter_count_equals_tokenizer_count(o200k: TiktokenTokenizer) -> None:
+    text = "The budget is 8,000 tokens; they'll fit."
+    assert TokenCounter(o200k).count(text) == o200k.count(text)
+
+
+def test_counter_count_with_repeated_text_calls_tokenizer_once() -> None:
+    counter, fn = recording_counter()
+    assert [counter.count("a b c") for _ in range(3)] == [3, 3, 3]
+    assert fn.calls == ["a b c"]
+
+
+def test_counter_calls_counts_cache_misses() -> None:
+    counter, _ = recording_counter()
+    for text in ["a", "b c", "a", "b c", "d"]:
+        counter.count(text)
+    assert counter.calls == 3
+
+
+def test_counter_count_caches_zero_counts() -> None:
+    fn = RecordingCount(result=0)
+    counter = TokenCounter(CallableTokenizer(fn, name="zero"))
+    counter.count("x")
+    counter.count("x")
+    assert fn.calls == ["x"]
+
+
+def test_counter_count_at_maxsize_recounts_least_recently_used_text() -> None:
+    counter, fn = recording_counter(maxsize=2)
+    for text in ["a", "b", "a", "c"]:  # "b" is now the least recently used; "c" evicts it
+        counter.count(text)
+    counter.count("b")
+    assert fn.calls == ["a", "b", "c", "b"]
+
+
+def test_counter_count_at_maxsize_keeps_recently_used_text() -> None:
+    counter, fn = recording_counter(maxsize=2)
+    for text in ["a", "b", "a", "c"]:  # the hit on "a" makes it the most recently used
+        counter.count(text)
+    counter.count("a")
+    assert fn.calls == ["a", "b", "c"]
+
+
+def test_counter_with_maxsize_zero_counts_without_caching() -> None:
+    counter, fn = recording_counter(maxsize=0)
+    assert [counter.count("a b"), counter.count("a b")] == [2, 2]
+    assert fn.calls == ["a b", "a b"]
+
+
+def test_counter_with_negative_maxsize_raises() -> None:
+    with pytest.raises(ValueError, match=r"maxsize must be >= 0, but got -3"):
+        TokenCounter(CallableTokenizer(len, name="chars"), maxsize=-3)
+
+
+def test_counter_count_of_empty_text_is_zero_without_tokenizing() -> None:
+    counter, fn = recording_counter()
+    assert counter.count("") == 0
+    assert fn.calls == []
+    assert counter.calls == 0
+
+
+def test_counter_count_with_invalid_tokenizer_result_raises() -> None:
+    counter = TokenCounter(CallableTokenizer(lambda text: -1, name="broken"))
+    with pytest.raises(TokenizerError, match="'broken' returned -1"):
+        counter.count("hello")
+
+
+def test_counter_tokenizer_is_wrapped_tokenizer(fake_tokenizer: CallableTokenizer) -> None:
+    assert TokenCounter(fake_tokenizer).tokenizer is fake_tokenizer
+
+
+def test_counter_count_from_threads_is_correct(fake_tokenizer: CallableTokenizer) -> None:
+    # A small cache makes threads evict each other's entries as well as hit them.
+    counter = TokenCounter(fake_tokenizer, maxsize=64)
+    unique = [f"text {i}: " + "word, " * (i % 13) + "\n" * (i % 3) for i in range(400)]
+    texts = unique * 5
+    random.Random(7).shuffle(texts)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        counts = list(pool.map(counter.count, texts))
+    assert counts == [fake_tokenizer.count(text) for text in texts]
+
+
+@given(
+    text=st.one_of(
+        st.text(alphabet=st.characters(exclude_categories=("Cs",))),
+        # long runs of few characters pack many bytes into each token
+        st.text(alphabet=" =-_\n0aé你😀", min_size=100, max_size=3000),
+    )
+)
+def test_counter_lower_bound_is_at_most_count(o200k: TiktokenTokenizer, text: str) -> None:
+    counter = TokenCounter(o200k)
+    assert counter.lower_bound(text) <= counter.count(text)
+
+
+def test_counter_lower_bound_is_ceil_of_utf8_bytes_over_max_token_bytes() -> None:
+    counter = TokenCounter(FixedWidthTokenizer())
+    assert [counter.lower_bound(t) for t in ["", "abcd", "abcde", "éé", "ééé"]] == [0, 1, 2, 1, 2]
+
+
+def test_counter_lower_bound_does_not_tokenize() -> None:
+    counter, fn = recording_counter()
+    counter.lower_bound("a b c")
+    assert fn.calls == []
+
+
+def test_counter_lower_bound_without_max_token_bytes_is_zero(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    assert TokenCounter(fake_tokenizer).lower_bound("some words " * 100) == 0
