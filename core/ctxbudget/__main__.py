@@ -40,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             history=_demo.HISTORY,
             chunks=_demo.CHUNKS,
             question=_demo.QUESTION,
+            now=_demo.NOW,
         )
     except (CtxBudgetError, ValueError, OSError) as exc:
         print(f"ctxbudget: {exc}", file=sys.stderr)

@@ -6,6 +6,9 @@ from datetime import UTC, date, datetime
 
 from ctxbudget.inputs import Chunk, Tool, Turn
 
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+"""The demo's clock, pinned so its output (freshness notes included) never changes."""
+
 SYSTEM = (
     "You are the support assistant for Acme Outfitters. Answer from the sources only and "
     "cite each claim with its source number, like [2]. If the sources do not answer the "
@@ -33,7 +36,7 @@ CHUNKS = (
         rerank_score=0.91,
         score=0.82,
         effective_date=date(2025, 3, 1),
-        updated_at=datetime(2025, 3, 1, tzinfo=UTC),
+        updated_at=datetime(2026, 3, 1, tzinfo=UTC),
         source="confluence",
     ),
     Chunk(
@@ -61,6 +64,7 @@ CHUNKS = (
         rerank_score=0.55,
         score=0.77,
         parse_warnings=("OCR confidence 0.71 on page 2",),
+        updated_at=datetime(2023, 9, 14, tzinfo=UTC),
         source="pim",
     ),
     Chunk(

@@ -46,8 +46,9 @@ class Report(BaseModel):
     unused: int
     """budget - total."""
     sizes: dict[Claimant, int]
-    """Tokens per claimant, each section counted on its own (their sum can differ from
-    `total` by a few tokens where BPE merges across section joins)."""
+    """Tokens per claimant section (framing and a section separator included), added up
+    from per-item counts; `total` is the exact count of the whole text, usually a few
+    tokens less than their sum."""
     granted: dict[Claimant, int]
     """Tokens each claimant was allowed to fill."""
     trimmed: tuple[Claimant, ...]
