@@ -8,6 +8,8 @@ numbered and fenced sources, a cache-friendly layout, and a report of every deci
 from ctxbudget.assemble import ContextAssembler
 from ctxbudget.budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
 from ctxbudget.citations import CitationCheck
+from ctxbudget.conflicts import ConflictPolicy
+from ctxbudget.dedup import Dedup
 from ctxbudget.errors import (
     ContextBudgetError,
     CtxBudgetError,
@@ -15,9 +17,14 @@ from ctxbudget.errors import (
     TokenizerError,
     VocabularyError,
 )
+from ctxbudget.escalate import DocumentLoader, Escalation
+from ctxbudget.fence import SourceFormat, fence_rule, neutralise
 from ctxbudget.inputs import Chunk, Principal, Tool, Turn
+from ctxbudget.order import Order
+from ctxbudget.permit import AccessPolicy
 from ctxbudget.report import Dropped, Report
 from ctxbudget.result import Assembled, Message, Source
+from ctxbudget.scan import flag_instructions, scan_for_instructions
 from ctxbudget.tokens import (
     CallableTokenizer,
     HuggingFaceTokenizer,
@@ -30,6 +37,7 @@ from ctxbudget.tokens import (
 __all__ = [
     "CLAIMANTS",
     "CONTEXT_WINDOWS",
+    "AccessPolicy",
     "Allocation",
     "Assembled",
     "Budget",
@@ -37,16 +45,22 @@ __all__ = [
     "Chunk",
     "CitationCheck",
     "Claimant",
+    "ConflictPolicy",
     "ContextAssembler",
     "ContextBudgetError",
     "CtxBudgetError",
+    "Dedup",
+    "DocumentLoader",
     "Dropped",
+    "Escalation",
     "HuggingFaceTokenizer",
     "InputError",
     "Message",
+    "Order",
     "Principal",
     "Report",
     "Source",
+    "SourceFormat",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",
@@ -54,5 +68,9 @@ __all__ = [
     "Tool",
     "Turn",
     "VocabularyError",
+    "fence_rule",
+    "flag_instructions",
     "get_tokenizer",
+    "neutralise",
+    "scan_for_instructions",
 ]

@@ -1,0 +1,489 @@
+"""ContextAssembler end to end: layout, messages, determinism, prefix, logging, bad input."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from ctxbudget import (
+    Allocation,
+    Budget,
+    CallableTokenizer,
+    Chunk,
+    ContextAssembler,
+    ContextBudgetError,
+    InputError,
+    Principal,
+    Tool,
+    Turn,
+    fence_rule,
+    get_tokenizer,
+)
+from ctxbudget.tools import render_tool
+from tests.conftest import fake_count
+
+SYSTEM = "You answer from the sources and cite them like [1]."
+
+
+def chunks(n: int, words: int = 40, **fields: object) -> list[Chunk]:
+    return [
+        Chunk(
+            id=f"c{i}",
+            document_id=f"d{i}",
+            title=f"Doc {i}",
+            content=" ".join(f"w{i}x{j}" for j in range(words)),
+            score=1 - i / (n + 1),
+            **fields,  # type: ignore[arg-type]
+        )
+        for i in range(n)
+    ]
+
+
+def turns(n: int, words: int = 20) -> list[Turn]:
+    return [
+        Turn(role="user" if i % 2 == 0 else "assistant", content=f"turn {i} " + "blah " * words)
+        for i in range(n)
+    ]
+
+
+def tools(n: int) -> list[Tool]:
+    return [
+        Tool(
+            name=f"tool_{i}",
+            description=f"Does thing {i}. " * 10,
+            parameters={"type": "object", "properties": {"x": {"type": "string"}}},
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def assembler() -> ContextAssembler:
+    return ContextAssembler(tokenizer="o200k_base")
+
+
+def full(assembler: ContextAssembler, **overrides: object):  # type: ignore[no-untyped-def]
+    kwargs: dict[str, object] = {
+        "system": SYSTEM,
+        "question": "What changed?",
+        "chunks": chunks(4),
+        "history": turns(4),
+        "tools": tools(2),
+        "examples": "Q: x\nA: y [1]",
+        "memory": "The user prefers short answers.",
+    }
+    kwargs.update(overrides)
+    return assembler.assemble(**kwargs)  # type: ignore[arg-type]
+
+
+# Layout ---------------------------------------------------------------------------------
+
+
+def test_layout_puts_stable_prefix_first_and_question_last(assembler: ContextAssembler) -> None:
+    text = full(assembler).text
+    marks = [
+        text.index(SYSTEM),
+        text.index("<examples>"),
+        text.index("<tools>"),
+        text.index("<conversation>"),
+        text.index("<memory>"),
+        text.index("<retrieved_documents>\nThe documents below"),
+        text.index("Question: What changed?"),
+    ]
+    assert marks == sorted(marks)
+    assert text.endswith("Question: What changed?")
+
+
+def test_question_is_sent_once(assembler: ContextAssembler) -> None:
+    assert full(assembler).text.count("What changed?") == 1
+
+
+def test_fence_rule_is_appended_to_the_system_prompt(assembler: ContextAssembler) -> None:
+    result = full(assembler)
+    assert result.prefix[0] == f"{SYSTEM}\n\n{fence_rule()}"
+
+
+def test_fence_rule_can_be_turned_off() -> None:
+    result = full(ContextAssembler(tokenizer="o200k_base", fence_rule=False))
+    assert result.prefix[0] == SYSTEM
+    assert fence_rule() not in result.text
+
+
+def test_output_reserve_is_left_free(assembler: ContextAssembler) -> None:
+    budget = Budget.default(total=6_000, reserve_output=1_000)
+    report = full(ContextAssembler(tokenizer="o200k_base", budget=budget)).report
+    assert report.budget == 5_000
+    assert report.total + report.unused == 5_000
+
+
+# Messages -------------------------------------------------------------------------------
+
+
+def test_messages_mark_the_cache_breakpoint_on_the_last_stable_block(
+    assembler: ContextAssembler,
+) -> None:
+    messages = full(assembler).messages()
+    system = messages[0]
+    assert system["role"] == "system"
+    blocks = system["content"]
+    assert isinstance(blocks, list)
+    assert [b.get("cache_control") for b in blocks] == [None, None, {"type": "ephemeral"}]
+    assert "<tools>" in blocks[-1]["text"]
+
+
+def test_messages_carry_history_turns_then_one_user_message(assembler: ContextAssembler) -> None:
+    result = full(assembler)
+    messages = result.messages()
+    assert [m["role"] for m in messages[1:-1]] == ["user", "assistant", "user", "assistant"]
+    assert messages[1]["content"] == turns(4)[0].content
+    last = messages[-1]
+    assert last["role"] == "user"
+    assert isinstance(last["content"], str)
+    assert last["content"].endswith("Question: What changed?")
+    assert "<retrieved_documents>" in last["content"]
+    assert "<memory>" in last["content"]
+
+
+def test_messages_without_a_prefix_have_no_system_message(assembler: ContextAssembler) -> None:
+    messages = assembler.assemble(question="Hi?").messages()
+    assert messages == [{"role": "user", "content": "Question: Hi?"}]
+
+
+def test_message_contents_all_appear_in_the_text(assembler: ContextAssembler) -> None:
+    result = full(assembler)
+    for message in result.messages():
+        content = message["content"]
+        texts = [content] if isinstance(content, str) else [b["text"] for b in content]
+        for text in texts:
+            assert text in result.text
+
+
+# Determinism and the prompt cache ----------------------------------------------------------
+
+
+def test_same_input_gives_byte_identical_output() -> None:
+    first = full(ContextAssembler(tokenizer="o200k_base"))
+    second = full(ContextAssembler(tokenizer="o200k_base"))
+    assert first.text.encode() == second.text.encode()
+    assert json.dumps(first.messages()) == json.dumps(second.messages())
+    assert first.report == second.report
+
+
+def test_prefix_hash_is_equal_across_requests_sharing_system_examples_tools(
+    assembler: ContextAssembler,
+) -> None:
+    a = full(assembler, question="First?", chunks=chunks(2), history=turns(2))
+    b = full(assembler, question="Second?", chunks=chunks(5), history=turns(8), memory=None)
+    assert a.report.prefix_hash == b.report.prefix_hash
+    assert a.report.prefix_tokens == b.report.prefix_tokens
+
+
+def test_prefix_hash_changes_when_the_system_prompt_changes(assembler: ContextAssembler) -> None:
+    a = full(assembler)
+    b = full(assembler, system=SYSTEM + " Be brief.")
+    assert a.report.prefix_hash != b.report.prefix_hash
+
+
+def test_prefix_tokens_count_the_prefix_text(assembler: ContextAssembler) -> None:
+    result = full(assembler)
+    assert result.report.prefix_tokens == get_tokenizer("o200k_base").count(result.prefix_text)
+    assert result.text.startswith(result.prefix_text)
+
+
+@pytest.mark.parametrize(
+    "system",
+    [
+        "Today is 2026-11-30. Answer briefly.",
+        "Current time: 14:05:33.",
+        "Request id 3f2b8c1e-9a4d-4c2e-8f1a-2b3c4d5e6f70.",
+        "It is November 30, 2026.",
+    ],
+)
+def test_volatile_prefix_is_reported_and_logged(
+    assembler: ContextAssembler, system: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="ctxbudget"):
+        result = assembler.assemble(system=system, question="Why?")
+    assert result.report.prefix_warnings
+    assert any("prompt-cache prefix" in r.getMessage() for r in caplog.records)
+
+
+def test_static_prefix_has_no_volatility_warning(assembler: ContextAssembler) -> None:
+    assert full(assembler).report.prefix_warnings == ()
+
+
+# Logging ---------------------------------------------------------------------------------
+
+
+def test_one_structured_record_per_assembly(
+    assembler: ContextAssembler, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="ctxbudget"):
+        result = full(assembler)
+    records = [r for r in caplog.records if hasattr(r, "ctxbudget")]
+    assert len(records) == 1
+    payload = records[0].ctxbudget  # type: ignore[attr-defined]
+    assert payload == result.report.model_dump(mode="json")
+    for key in ("sizes", "total", "unused", "trimmed", "dropped", "escalated"):
+        assert key in payload
+    assert payload["prefix_hash"] == result.report.prefix_hash
+    json.dumps(payload)
+
+
+def _squeezing_budget() -> Budget:
+    return Budget(
+        total=1_500,
+        reserve_output=0,
+        allocations=[
+            Allocation("system", max=1_000, priority=0),
+            Allocation("question", max=100, priority=0),
+            Allocation("retrieved", max=1_200, priority=1),
+        ],
+    )
+
+
+def test_squeezed_retrieval_is_flagged_and_names_who_took_the_space(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assembler = ContextAssembler(tokenizer="o200k_base", budget=_squeezing_budget())
+    with caplog.at_level(logging.WARNING, logger="ctxbudget"):
+        result = assembler.assemble(
+            system="rule " * 600, question="Why?", chunks=chunks(10, words=60)
+        )
+    assert result.report.retrieval_trimmed
+    assert "system" in result.report.squeezed_by
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("retrieval squeezed" in w and "system" in w for w in warnings)
+
+
+def test_retrieval_with_little_to_offer_is_not_squeezed() -> None:
+    assembler = ContextAssembler(tokenizer="o200k_base", budget=_squeezing_budget())
+    result = assembler.assemble(system="rule " * 600, question="Why?", chunks=chunks(1, 10))
+    assert not result.report.retrieval_trimmed
+    assert "retrieved" not in result.report.trimmed
+
+
+def test_retrieval_capped_by_its_own_max_is_trimmed_but_not_squeezed(
+    assembler: ContextAssembler,
+) -> None:
+    result = assembler.assemble(question="Why?", chunks=chunks(40, words=120))
+    assert "retrieved" in result.report.trimmed
+    assert not result.report.retrieval_trimmed
+    assert result.report.squeezed_by == {}
+
+
+# The seed's regression ----------------------------------------------------------------------
+
+
+def test_default_budget_keeps_retrieval_and_trims_history_under_pressure() -> None:
+    tokenizer = get_tokenizer("o200k_base")
+    six = [
+        Chunk(
+            id=f"c{i}",
+            document_id=f"d{i}",
+            content=" ".join(f"fact{i}n{j}" for j in range(105)),
+            score=1 - i / 10,
+        )
+        for i in range(6)
+    ]
+    assert all(400 <= tokenizer.count(c.content) <= 440 for c in six)
+    result = ContextAssembler(tokenizer=tokenizer, budget=Budget.default()).assemble(
+        system=SYSTEM,
+        question="What are the facts?",
+        chunks=six,
+        history=turns(40, words=150),
+        tools=tools(12),
+    )
+    kept = sum(tokenizer.count(s.chunk.content) for s in result.sources)
+    assert len(result.sources) == 6
+    assert kept >= 2_520
+    assert "history" in result.report.trimmed
+    assert "retrieved" not in result.report.trimmed
+    assert result.report.total <= result.report.budget
+
+
+# Floors and priority 0 ------------------------------------------------------------------------
+
+
+def test_unmet_floor_raises_with_the_numbers() -> None:
+    budget = Budget(
+        total=1_000,
+        allocations=[
+            Allocation("system", max=900, priority=0),
+            Allocation("question", max=50, priority=0),
+            Allocation("retrieved", min=300, max=600, priority=1),
+        ],
+    )
+    assembler = ContextAssembler(tokenizer="o200k_base", budget=budget)
+    with pytest.raises(ContextBudgetError, match=r"'retrieved' needs 300 tokens but only \d+") as e:
+        assembler.assemble(system="rule " * 800, question="Why?", chunks=chunks(10))
+    assert e.value.claimant == "retrieved"
+    assert e.value.needed == 300
+    assert e.value.left < 300
+
+
+def test_priority_zero_over_its_max_raises(assembler: ContextAssembler) -> None:
+    with pytest.raises(ContextBudgetError, match=r"'question' needs \d+ tokens.*its max is 200"):
+        assembler.assemble(question="why " * 400)
+
+
+def test_input_without_an_allocation_raises() -> None:
+    budget = Budget(total=1_000, allocations=[Allocation("question", max=100, priority=0)])
+    assembler = ContextAssembler(tokenizer="o200k_base", budget=budget)
+    with pytest.raises(InputError, match=r"tools were given but the budget has no 'tools'"):
+        assembler.assemble(question="Why?", tools=tools(1))
+
+
+# Final exact check --------------------------------------------------------------------------
+
+
+def test_final_exact_count_drops_items_when_joins_cost_more_than_parts() -> None:
+    # A tokenizer under which the joined text costs more than its parts: one extra
+    # token per 20 characters of the whole, which per-part estimates cannot see.
+    def count(text: str) -> int:
+        return fake_count(text) + len(text) // 20
+
+    budget = Budget(
+        total=400,
+        allocations=[
+            Allocation("question", max=50, priority=0),
+            Allocation("history", max=350, priority=1),
+        ],
+    )
+    assembler = ContextAssembler(tokenizer=CallableTokenizer(count, name="joins"), budget=budget)
+    result = assembler.assemble(question="Why?", history=turns(30, words=3))
+    assert count(result.text) == result.report.total <= 400
+    assert result.report.final_check_drops > 0
+
+
+# Counting ------------------------------------------------------------------------------------
+
+
+def test_ingest_token_counts_are_trusted_and_content_never_recounted() -> None:
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return fake_count(text)
+
+    assembler = ContextAssembler(tokenizer=CallableTokenizer(count, name="spy"))
+    given = [
+        Chunk(
+            id=f"c{i}",
+            content=f"unique content {i} " * 20,
+            tokens=fake_count(f"unique content {i} " * 20),
+        )
+        for i in range(3)
+    ]
+    assembler.assemble(question="Why?", chunks=given)
+    assert not any(text == c.content for text in seen for c in given)
+
+
+def test_one_megabyte_chunk_is_dropped_as_oversize_without_tokenizing_it() -> None:
+    seen: list[int] = []
+    base = get_tokenizer("o200k_base")
+
+    class Spy:
+        name = "spy"
+        max_token_bytes = base.max_token_bytes
+
+        def count(self, text: str) -> int:
+            seen.append(len(text))
+            return base.count(text)
+
+    huge = Chunk(id="huge", content="lorem ipsum dolor " * 60_000)
+    result = ContextAssembler(tokenizer=Spy()).assemble(question="Why?", chunks=[huge, *chunks(2)])
+    assert [(d.id, d.reason) for d in result.report.dropped] == [("huge", "oversize")]
+    assert len(result.sources) == 2
+    assert max(seen) < 100_000
+
+
+def test_ten_thousand_chunks_stay_within_budget_and_are_all_accounted_for(
+    assembler: ContextAssembler,
+) -> None:
+    many = chunks(10_000, words=30)
+    result = assembler.assemble(question="Why?", chunks=many)
+    kept = {s.chunk.id for s in result.sources}
+    dropped = {d.id for d in result.report.dropped}
+    assert kept | dropped == {c.id for c in many}
+    assert not kept & dropped
+    assert result.report.total <= result.report.budget
+
+
+# Bad input -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"question": None}, r"question must be a non-empty str"),
+        ({"question": ""}, r"question must be a non-empty str"),
+        ({"question": "   "}, r"question must be a non-empty str"),
+        ({"question": "ok", "system": 3}, r"system must be a str or None, but got int"),
+        ({"question": "ok", "chunks": "text"}, r"chunks must be a sequence of Chunk, but got str"),
+        (
+            {"question": "ok", "chunks": [{"id": "a", "content": "x"}]},
+            r"chunks\[0\] is a dict, expected ctxbudget.Chunk; build it with Chunk",
+        ),
+        ({"question": "ok", "history": ["hi"]}, r"history\[0\] is a str, expected ctxbudget.Turn"),
+        ({"question": "ok", "tools": [None]}, r"tools\[0\] is a NoneType, expected ctxbudget.Tool"),
+        ({"question": "bad \ud800 text"}, r"question contains a lone surrogate U\+D800 at index 4"),
+        ({"question": "ok", "principal": "acme"}, r"principal must be a ctxbudget.Principal"),
+    ],
+)
+def test_bad_input_raises_a_clear_error(
+    assembler: ContextAssembler, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InputError, match=message):
+        assembler.assemble(**kwargs)  # type: ignore[arg-type]
+
+
+def test_duplicate_chunk_ids_raise(assembler: ContextAssembler) -> None:
+    twice = [Chunk(id="a", content="one"), Chunk(id="a", content="two")]
+    with pytest.raises(InputError, match=r"chunk id 'a' is given twice"):
+        assembler.assemble(question="Why?", chunks=twice)
+
+
+def test_empty_chunk_is_dropped_and_reported(assembler: ContextAssembler) -> None:
+    result = assembler.assemble(question="Why?", chunks=[Chunk(id="e", content="  \n ")])
+    assert [(d.id, d.reason) for d in result.report.dropped] == [("e", "empty")]
+    assert result.sources == ()
+
+
+def test_unicode_content_is_kept_verbatim(assembler: ContextAssembler) -> None:
+    texts = ["emoji 👩‍👩‍👧 ok", "עברית ومرحبا بالعالم", "e\u0301 combining ñ", "日本語のテキスト"]
+    given = [Chunk(id=f"u{i}", content=t) for i, t in enumerate(texts)]
+    result = assembler.assemble(question="Why?", chunks=given)
+    assert all(t in result.text for t in texts)
+
+
+def test_inputs_are_not_mutated(assembler: ContextAssembler) -> None:
+    given_chunks, given_turns, given_tools = chunks(5), turns(6), tools(3)
+    snapshot = [list(given_chunks), list(given_turns), list(given_tools)]
+    full(assembler, chunks=given_chunks, history=given_turns, tools=given_tools)
+    assert [given_chunks, given_turns, given_tools] == snapshot
+
+
+def test_wrong_tokenizer_type_raises() -> None:
+    with pytest.raises(TypeError, match=r"wrap a function in CallableTokenizer"):
+        ContextAssembler(tokenizer=len)  # type: ignore[arg-type]
+
+
+def test_every_item_is_either_kept_or_reported(assembler: ContextAssembler) -> None:
+    given_tools = tools(30)
+    result = full(
+        assembler,
+        chunks=chunks(60, words=80),
+        history=turns(80, words=40),
+        tools=given_tools,
+        principal=Principal(tenant="acme"),
+    )
+    dropped = {(d.kind, d.id) for d in result.report.dropped}
+    kept_tools = {t.name for t in result.tools}
+    assert all(t.name in kept_tools or ("tool", t.name) in dropped for t in given_tools)
+    kept_chunks = {s.chunk.id for s in result.sources}
+    assert all(f"c{i}" in kept_chunks or ("chunk", f"c{i}") in dropped for i in range(60))
+    for tool in result.tools:
+        assert render_tool(tool) in result.text

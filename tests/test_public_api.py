@@ -1,0 +1,57 @@
+"""The public surface: what `import ctxbudget` exports, what it drags in, what it ships."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import ctxbudget
+
+
+def _isort_style(name: str) -> tuple[int, str]:
+    # Constants, then classes, then functions: the order ruff keeps `__all__` in.
+    kind = 0 if name.isupper() else 1 if name[0].isupper() else 2
+    return (kind, name)
+
+
+def test_all_is_sorted() -> None:
+    assert list(ctxbudget.__all__) == sorted(ctxbudget.__all__, key=_isort_style)
+
+
+def test_all_matches_the_public_names_defined_in_the_package() -> None:
+    public = {
+        name
+        for name, value in vars(ctxbudget).items()
+        if not name.startswith("_") and not isinstance(value, type(sys))
+    }
+    assert set(ctxbudget.__all__) == public
+
+
+def test_every_name_in_all_resolves() -> None:
+    for name in ctxbudget.__all__:
+        assert getattr(ctxbudget, name) is not None
+
+
+def test_import_does_not_import_frameworks_or_numpy() -> None:
+    code = (
+        "import sys, ctxbudget\n"
+        "loaded = [m for m in ('langchain_core', 'llama_index', 'numpy', 'langchain') "
+        "if m in sys.modules]\n"
+        "print(','.join(loaded))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == ""
+
+
+def test_package_ships_py_typed_marker() -> None:
+    assert (Path(ctxbudget.__file__).parent / "py.typed").is_file()
+
+
+def test_public_callables_have_docstrings() -> None:
+    for name in ctxbudget.__all__:
+        value = getattr(ctxbudget, name)
+        if callable(value) and not isinstance(value, type(ctxbudget.Claimant)):
+            assert value.__doc__, f"{name} has no docstring"
