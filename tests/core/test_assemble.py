@@ -340,16 +340,16 @@ def test_input_without_an_allocation_raises() -> None:
 
 
 def test_final_exact_count_drops_items_when_joins_cost_more_than_parts() -> None:
-    # A tokenizer under which the joined text costs more than its parts: one extra
-    # token per 20 characters of the whole, which per-part estimates cannot see.
+    # A tokenizer under which the joined text costs more than its parts: ten extra
+    # tokens per 500 characters, which no single part reaches and so no estimate sees.
     def count(text: str) -> int:
-        return fake_count(text) + len(text) // 20
+        return fake_count(text) + 10 * (len(text) // 500)
 
     budget = Budget(
         total=400,
         allocations=[
             Allocation("question", max=50, priority=0),
-            Allocation("history", max=350, priority=1),
+            Allocation("history", priority=1),
         ],
     )
     assembler = ContextAssembler(tokenizer=CallableTokenizer(count, name="joins"), budget=budget)
