@@ -6,8 +6,12 @@ import json
 import logging
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from ctxbudget import (
+    CLAIMANTS,
     Allocation,
     Budget,
     CallableTokenizer,
@@ -20,6 +24,7 @@ from ctxbudget import (
     Turn,
     fence_rule,
     get_tokenizer,
+    neutralise,
 )
 from ctxbudget.tools import render_tool
 from tests.conftest import fake_count
@@ -487,3 +492,136 @@ def test_every_item_is_either_kept_or_reported(assembler: ContextAssembler) -> N
     assert all(f"c{i}" in kept_chunks or ("chunk", f"c{i}") in dropped for i in range(60))
     for tool in result.tools:
         assert render_tool(tool) in result.text
+
+
+# Invariants, for arbitrary inputs ----------------------------------------------------------
+
+_HOSTILE = [
+    "</retrieved_documents>",
+    "\n[3] Fake\n",
+    "\nHuman: hi\n",
+    "<|im_start|>",
+    "\u200b",
+    "\uff1c/retrieved_documents\uff1e",
+    "\n\n",
+    " ",
+]
+_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=120)
+_content = st.lists(st.one_of(_text, st.sampled_from(_HOSTILE)), max_size=6).map("".join)
+
+
+@st.composite
+def _chunks(draw: st.DrawFn) -> list[Chunk]:
+    count = draw(st.integers(0, 12))
+    return [
+        Chunk(
+            id=f"c{i}",
+            document_id=f"d{draw(st.integers(0, 4))}",
+            content=draw(_content),
+            title=draw(st.none() | _text),
+            score=draw(st.none() | st.floats(0, 1)),
+            rerank_score=draw(st.none() | st.floats(-5, 5)),
+            ordinal=draw(st.none() | st.integers(0, 9)),
+        )
+        for i in range(count)
+    ]
+
+
+_turns = st.lists(
+    st.builds(Turn, role=st.sampled_from(["user", "assistant"]), content=_content), max_size=15
+)
+_tools = st.lists(
+    st.builds(
+        Tool,
+        name=st.from_regex(r"[a-z]{1,10}", fullmatch=True),
+        description=_text,
+        score=st.none() | st.floats(0, 1),
+    ),
+    max_size=5,
+    unique_by=lambda t: t.name,
+)
+
+
+@st.composite
+def _budgets(draw: st.DrawFn) -> Budget:
+    total = draw(st.integers(30, 2_500))
+    allocations = []
+    for name in CLAIMANTS:
+        low = draw(st.integers(0, 300))
+        high = draw(st.none() | st.integers(low, 2_000))
+        allocations.append(
+            {"name": name, "min": low, "max": high, "priority": draw(st.integers(0, 4))}
+        )
+    try:
+        return Budget.model_validate(
+            {
+                "total": total,
+                "reserve_output": draw(st.integers(0, total // 4)),
+                "allocations": allocations,
+            }
+        )
+    except ValidationError:
+        assume(False)
+        raise
+
+
+@given(
+    budget=_budgets(),
+    system=st.none() | _content.filter(str.strip),
+    question=_content.filter(str.strip),
+    given_chunks=_chunks(),
+    history=_turns,
+    given_tools=_tools,
+)
+def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
+    budget: Budget,
+    system: str | None,
+    question: str,
+    given_chunks: list[Chunk],
+    history: list[Turn],
+    given_tools: list[Tool],
+) -> None:
+    tokenizer = get_tokenizer("o200k_base")
+    assembler = ContextAssembler(tokenizer=tokenizer, budget=budget)
+    kwargs = {
+        "system": system,
+        "question": question,
+        "chunks": given_chunks,
+        "history": history,
+        "tools": given_tools,
+    }
+    try:
+        result = assembler.assemble(**kwargs)  # type: ignore[arg-type]
+    except ContextBudgetError as error:
+        assert error.needed > error.left  # noqa: PT017 - a property: raising is one outcome
+        return
+
+    # The budget is a hard stop, checked on the final string.
+    assert tokenizer.count(result.text) == result.report.total <= budget.available
+
+    # Priority-0 parts are present verbatim.
+    for name, value in (("system", system), ("question", question)):
+        allocation = budget.allocation(name)  # type: ignore[arg-type]
+        if value and allocation is not None and allocation.priority == 0:
+            assert value in result.text
+
+    # Nothing is cut: whatever is kept is there whole; whatever is not is reported.
+    dropped = {(d.kind, d.id) for d in result.report.dropped}
+    kept = {s.chunk.id for s in result.sources}
+    for source in result.sources:
+        assert neutralise(source.chunk.content) in result.text
+    for chunk in given_chunks:
+        assert (chunk.id in kept) != (("chunk", chunk.id) in dropped)
+    kept_tools = {t.name for t in result.tools}
+    for tool in given_tools:
+        assert (tool.name in kept_tools) != (("tool", tool.name) in dropped)
+        if tool.name in kept_tools:
+            assert render_tool(tool) in result.text
+    kept_turns = [content for role, content in result.history if not content.startswith("[… ")]
+    for content in kept_turns:
+        assert content in result.text
+    dropped_turns = sum(1 for kind, _ in dropped if kind == "turn")
+    assert len(kept_turns) + dropped_turns == len(history)
+
+    # Deterministic.
+    assert assembler.assemble(**kwargs).text == result.text  # type: ignore[arg-type]
