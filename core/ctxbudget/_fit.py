@@ -117,18 +117,11 @@ class Packer(Generic[T]):
 
     def drops(self, fit: Fit[T]) -> list[Dropped]:
         """The report records for everything `fit` left out."""
-        noted = [
-            Dropped(
-                claimant=self.claimant,
-                kind=self.kind,
-                id=self.key(item),
-                reason=reason,
-                tokens=tokens,
-            )
-            for item, reason, tokens in fit.dropped
-        ]
-        noted.extend(
-            Dropped(claimant=self.claimant, kind=self.kind, id=self.key(item), reason="over_budget")
-            for item in fit.unreached
-        )
+        noted = [self.record(item, reason, tokens) for item, reason, tokens in fit.dropped]
+        noted.extend(self.record(item, "over_budget", None) for item in fit.unreached)
         return noted
+
+    def record(self, item: T, reason: DropReason, tokens: int | None) -> Dropped:
+        """The report record for one item left out."""
+        kind = self.kind if self.kind_of is None else self.kind_of(item)
+        return Dropped.trusted(self.claimant, kind, self.key(item), reason, tokens)

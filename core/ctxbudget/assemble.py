@@ -256,9 +256,7 @@ class ContextAssembler:
             if reason is None:
                 usable.append(chunk)
             else:
-                dropped.append(
-                    Dropped(claimant="retrieved", kind="chunk", id=chunk.id, reason=reason)
-                )
+                dropped.append(Dropped.trusted("retrieved", "chunk", chunk.id, reason))
         return dropped, rank(usable)
 
     def _render_within_budget(
@@ -453,9 +451,10 @@ def _log(report: Report) -> None:
         )
     for warning in report.prefix_warnings:
         logger.warning("volatile prompt-cache prefix: %s", warning)
-    logger.info(
-        "assembled prompt: %s/%s tokens",
-        f"{report.total:,}",
-        f"{report.budget:,}",
-        extra={"ctxbudget": report.model_dump(mode="json")},
-    )
+    if logger.isEnabledFor(logging.INFO):  # the dump costs more than the log call
+        logger.info(
+            "assembled prompt: %s/%s tokens",
+            f"{report.total:,}",
+            f"{report.budget:,}",
+            extra={"ctxbudget": report.model_dump(mode="json")},
+        )

@@ -34,15 +34,16 @@ class Dedup(BaseModel):
     shingle_size: int = Field(default=5, ge=1)
 
 
-def shingles(text: str, size: int = 5) -> frozenset[int]:
-    """Hashes of the `size`-word windows of `text`, case-folded; short texts give one shingle."""
+def shingles(text: str, size: int = 5) -> frozenset[tuple[str, ...]]:
+    """The `size`-word windows of `text`, case-folded; a text of `size` words or fewer is one."""
     words = _WORD.findall(text.casefold())
     if len(words) <= size:
-        return frozenset({hash(tuple(words))}) if words else frozenset()
-    return frozenset(hash(tuple(words[i : i + size])) for i in range(len(words) - size + 1))
+        return frozenset({tuple(words)}) if words else frozenset()
+    # zip builds and hashes the windows in C; this is the hot loop of dedup.
+    return frozenset(zip(*(words[i:] for i in range(size)), strict=False))
 
 
-def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
+def jaccard(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
     """Size of the intersection over size of the union; 0 when either set is empty."""
     if not a or not b:
         return 0.0
@@ -64,9 +65,9 @@ class Deduplicator:
 
     def __init__(self, settings: Dedup) -> None:
         self._settings = settings
-        self._shingles: dict[str, frozenset[int]] = {}
+        self._shingles: dict[str, frozenset[tuple[str, ...]]] = {}
 
-    def _of(self, chunk: Chunk) -> frozenset[int]:
+    def _of(self, chunk: Chunk) -> frozenset[tuple[str, ...]]:
         cached = self._shingles.get(chunk.id)
         if cached is None:
             cached = shingles(chunk.content, self._settings.shingle_size)

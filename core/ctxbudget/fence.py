@@ -82,35 +82,62 @@ _BRACKETS: Final = str.maketrans(
     }
 )
 
-_LINE_BREAKS: Final = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-_LINE_START: Final = rf"(?:^|(?<=[{_LINE_BREAKS}]))[ \t]*"
+# Unicode format characters (category Cf) but the tag block: zero-width space and
+# joiners, bidi embeddings/overrides/isolates, soft hyphen, BOM, invisible operators.
+# Generated from unicodedata (tests/core/test_fence.py checks it still matches).
+_INVISIBLE: Final = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a]"
+)
+# Unicode tag characters: invisible, but models read them ("ASCII smuggling").
+_INVISIBLE_TAGS: Final = re.compile("[\U000e0000-\U000e007f]+")
 
-# Each pattern runs on the normalised view; group "lt" is what gets rewritten.
+# Every character that starts a new line for a reader. The view maps them all to
+# "\n" one-for-one (indices stay put), so line-start patterns can use (?m)^.
+_LINE_BREAKS: Final = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_ODD_BREAK: Final = re.compile(f"[{_LINE_BREAKS}]")
+_TO_NEWLINE: Final = str.maketrans(dict.fromkeys(_LINE_BREAKS, "\n"))
+
 _FENCE_TAG: Final = re.compile(r"<\s*/?\s*retrieved[\s_\-]*documents", re.IGNORECASE)
 _DOCUMENT_TAG: Final = re.compile(r"<\s*/?\s*document\b", re.IGNORECASE)
 _SPECIAL_TOKEN: Final = re.compile(r"<\|\s*[A-Za-z0-9_\-]{1,40}\s*\|>")
 _INST: Final = re.compile(r"\[\s*/?\s*INST\s*\]|<<\s*/?\s*SYS\s*>>", re.IGNORECASE)
-_HEADER: Final = re.compile(_LINE_START + r"\[\s*\d{1,6}\s*\]")
+_HEADER: Final = re.compile(r"(?m)^[ \t]*\[\s*\d{1,6}\s*\]")
 _ROLE: Final = re.compile(
-    _LINE_START + r"(?:#{1,6}\s*)?(?:human|user|assistant|system|ai|model|developer|bot)\s*:",
-    re.IGNORECASE,
-)
-_INVISIBLE_TAGS: Final = re.compile("[\U000e0000-\U000e007f]+")
-
-_ANY: Final = re.compile(
-    "|".join(
-        p.pattern
-        for p in (_FENCE_TAG, _DOCUMENT_TAG, _SPECIAL_TOKEN, _INST, _HEADER, _ROLE, _INVISIBLE_TAGS)
-    ),
+    r"(?m)^[ \t]*(?:#{1,6}\s*)?(?:human|user|assistant|system|ai|model|developer|bot)\s*:",
     re.IGNORECASE,
 )
 
 
-def _is_invisible(char: str) -> bool:
-    # Format characters (Cf): zero-width space/joiners, bidi embeddings and isolates,
-    # soft hyphen, BOM. Unicode tag characters are Cf too, but they are kept in the
-    # view so that _INVISIBLE_TAGS can find and remove them.
-    return unicodedata.category(char) == "Cf" and not "\U000e0000" <= char <= "\U000e007f"
+def _patterns(view: str, fmt: SourceFormat) -> list[re.Pattern[str]]:
+    """The patterns worth running on `view`: each needs a character cheap to look for."""
+    patterns: list[re.Pattern[str]] = []
+    if "<" in view:
+        patterns += [_FENCE_TAG, _SPECIAL_TOKEN]
+        if fmt == "xml":
+            patterns.append(_DOCUMENT_TAG)
+    if "[" in view or "<" in view:
+        patterns.append(_INST)
+    if "[" in view:
+        patterns.append(_HEADER)
+    if ":" in view:
+        patterns.append(_ROLE)
+    if not view.isascii():
+        patterns.append(_INVISIBLE_TAGS)
+    return patterns
+
+
+def _lines(view: str) -> str:
+    return view.translate(_TO_NEWLINE) if _ODD_BREAK.search(view) else view
+
+
+def _quick_view(text: str) -> str:
+    """The normalised view, without index bookkeeping: all C-speed, to decide if any is needed."""
+    if text.isascii():
+        return _lines(text)
+    folded = unicodedata.normalize("NFKC", text).translate(_BRACKETS)
+    return _lines(_INVISIBLE.sub("", folded))
 
 
 def _view(text: str) -> tuple[str, list[int]]:
@@ -118,35 +145,26 @@ def _view(text: str) -> tuple[str, list[int]]:
     out: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(text):
-        if _is_invisible(char):
+        if _INVISIBLE.match(char):
             continue
         folded = unicodedata.normalize("NFKC", char).translate(_BRACKETS)
         out.append(folded)
         origin.extend([index] * len(folded))
-    return "".join(out), origin
+    return _lines("".join(out)), origin
 
 
-def _quick_view(text: str) -> str:
-    # Whole-string NFKC is C-speed; used only to decide whether the slow, index-keeping
-    # view is needed at all. Most retrieved text is clean and stops here.
-    folded = unicodedata.normalize("NFKC", text).translate(_BRACKETS)
-    return "".join(c for c in folded if not _is_invisible(c)) if not folded.isascii() else folded
-
-
-def _defused(match: re.Match[str]) -> str:
+def _defused(pattern: re.Pattern[str], found: str) -> str:
     """The quoted form of one look-alike, readable by a person, inert to a model."""
-    found = match.group(0)
-    if _INVISIBLE_TAGS.fullmatch(found):
+    if pattern is _INVISIBLE_TAGS:
         return ""
     stripped = found.lstrip(" \t")
     indent = found[: len(found) - len(stripped)]
-    if _HEADER.fullmatch(found):
-        number = re.sub(r"\D", "", stripped)
-        return f"{indent}({number})"
-    if _ROLE.fullmatch(found):
+    if pattern is _HEADER:
+        return f"{indent}({re.sub(r'[^0-9]', '', stripped)})"
+    if pattern is _ROLE:
         return f"{indent}{stripped[:-1].rstrip()} (quoted):"
-    if _INST.fullmatch(found):
-        return found.replace("[", "(").replace("]", ")").replace("<", "&lt;").replace(">", "&gt;")
+    if pattern is _INST:
+        found = found.replace("[", "(").replace("]", ")")
     return found.replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -155,28 +173,20 @@ def neutralise(text: str, *, fmt: SourceFormat = "markdown") -> str:
 
     Rewrites fence tags (and, for the XML format, ``<document`` tags), line-start
     ``[n]`` headers, chat-turn markers (``Human:``, ``<|im_start|>``, ``[INST]``) and
-    strips invisible Unicode tag characters. Returns `text` itself when it is clean.
+    strips invisible Unicode tag characters. Returns `text` itself when it is clean,
+    which is almost always, and costs a few C-speed scans to find that out.
     """
-    view = text if text.isascii() else _quick_view(text)
-    if not _ANY.search(view) or (fmt == "markdown" and not _hostile_markdown(view)):
+    view = _quick_view(text)
+    patterns = [p for p in _patterns(view, fmt) if p.search(view)]
+    if not patterns:
         return text
     if text.isascii():
-        return _rewrite(text, list(range(len(text))), text, fmt)
+        return _rewrite(view, list(range(len(text))), text, patterns)
     view, origin = _view(text)
-    return _rewrite(view, origin, text, fmt)
+    return _rewrite(view, origin, text, _patterns(view, fmt))
 
 
-def _hostile_markdown(view: str) -> bool:
-    # In markdown format a bare "<document" is harmless; anything else counts.
-    return any(
-        p.search(view) for p in (_FENCE_TAG, _SPECIAL_TOKEN, _INST, _HEADER, _ROLE, _INVISIBLE_TAGS)
-    )
-
-
-def _rewrite(view: str, origin: list[int], text: str, fmt: SourceFormat) -> str:
-    patterns = [_FENCE_TAG, _SPECIAL_TOKEN, _INST, _HEADER, _ROLE, _INVISIBLE_TAGS]
-    if fmt == "xml":
-        patterns.append(_DOCUMENT_TAG)
+def _rewrite(view: str, origin: list[int], text: str, patterns: list[re.Pattern[str]]) -> str:
     spans: list[tuple[int, int, str]] = []
     for pattern in patterns:
         for match in pattern.finditer(view):
@@ -184,7 +194,7 @@ def _rewrite(view: str, origin: list[int], text: str, fmt: SourceFormat) -> str:
                 continue
             start = origin[match.start()]
             end = origin[match.end() - 1] + 1
-            spans.append((start, end, _defused(match)))
+            spans.append((start, end, _defused(pattern, match.group(0))))
     spans.sort()
     out: list[str] = []
     cursor = 0

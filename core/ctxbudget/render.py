@@ -8,6 +8,7 @@ never scores, the source system, ordinals or anything derived from the content.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -34,6 +35,7 @@ class RenderOptions:
     """Show effective dates (a conflict policy is set and the sources differ in date)."""
 
 
+@functools.lru_cache(maxsize=4_096)
 def _clean(text: str, fmt: SourceFormat) -> str:
     # Header fields come from the documents too: one line, no structure look-alikes.
     return neutralise(_SPACES.sub(" ", text).strip(), fmt=fmt)

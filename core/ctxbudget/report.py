@@ -33,6 +33,24 @@ class Dropped(BaseModel):
     tokens: int | None = None
     """Its cost when it was counted; None when it was ruled out without tokenizing."""
 
+    @classmethod
+    def trusted(
+        cls,
+        claimant: Claimant,
+        kind: ItemKind,
+        id: str,
+        reason: DropReason,
+        tokens: int | None = None,
+    ) -> Dropped:
+        """A record built from values the library produced itself, skipping validation.
+
+        A request can drop thousands of candidates; validating each record would cost
+        more than selecting them.
+        """
+        return cls.model_construct(
+            claimant=claimant, kind=kind, id=id, reason=reason, tokens=tokens
+        )
+
 
 class Report(BaseModel):
     """Every decision of one assembly; also logged as one structured record."""

@@ -198,8 +198,8 @@ class RetrievedClaim(ListClaim[Chunk]):
         if loaded is not None:
             shown = [c for c in self.items if c.document_id == document_id]
             if not document_permitted(loaded, shown, self.settings.principal, self.settings.access):
-                self._denied[document_id] = Dropped(
-                    claimant="retrieved", kind="document", id=document_id, reason="forbidden"
+                self._denied[document_id] = Dropped.trusted(
+                    "retrieved", "document", document_id, "forbidden"
                 )
                 loaded = None
             elif not loaded.content.strip():
