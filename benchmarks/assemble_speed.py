@@ -19,11 +19,39 @@ from collections.abc import Callable
 
 from ctxbudget import Budget, Chunk, ContextAssembler, Tool, Turn, get_tokenizer
 
-WORDS = (
-    "policy return refund customer order shipping warranty invoice delivery account "
-    "payment region store item defect exchange period receipt label carrier tracking "
-    "support contract renewal notice clause section annex schedule tariff discount"
-).split()
+WORDS = [
+    "policy",
+    "return",
+    "refund",
+    "customer",
+    "order",
+    "shipping",
+    "warranty",
+    "invoice",
+    "delivery",
+    "account",
+    "payment",
+    "region",
+    "store",
+    "item",
+    "defect",
+    "exchange",
+    "period",
+    "receipt",
+    "label",
+    "carrier",
+    "tracking",
+    "support",
+    "contract",
+    "renewal",
+    "notice",
+    "clause",
+    "section",
+    "annex",
+    "schedule",
+    "tariff",
+    "discount",
+]
 
 
 def corpus(n: int, seed: int, *, with_tokens: bool) -> list[Chunk]:
@@ -75,8 +103,11 @@ def main() -> None:
     def assemble(chunks: list[Chunk]) -> str:
         assembler = ContextAssembler(tokenizer=tokenizer, budget=budget)
         return assembler.assemble(
-            system=system, question="What is the refund period?", chunks=chunks,
-            history=history, tools=tools,
+            system=system,
+            question="What is the refund period?",
+            chunks=chunks,
+            history=history,
+            tools=tools,
         ).text
 
     prompts = [assemble(c) for c in with_counts[:3]]

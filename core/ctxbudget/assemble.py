@@ -163,6 +163,7 @@ class ContextAssembler:
                 )
 
         pre_dropped, candidates = self._candidates(chunks, principal)
+        by_id = {c.id: c for c in chunks}
         settings = SourceSettings(
             render=RenderOptions(
                 fmt=self.options.source_format,
@@ -177,6 +178,9 @@ class ContextAssembler:
             principal=principal,
             loader=self.loader,
             escalation=self.options.escalation,
+            withheld=frozenset(
+                by_id[d.id].document_id for d in pre_dropped if d.reason == "forbidden"
+            ),
         )
         claims = self._claims(
             settings=settings,
@@ -426,7 +430,7 @@ def _relevance(chunk: Chunk) -> float | None:
 class _Options(BaseModel):
     """The assembler's options, validated once at construction."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", title="ContextAssembler")
 
     order: Order
     source_format: SourceFormat

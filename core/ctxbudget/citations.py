@@ -9,9 +9,10 @@ from pydantic import BaseModel, ConfigDict
 
 __all__ = ["CitationCheck", "check_citations", "cited_numbers"]
 
-# [3], [1, 2], [1][2], [2-4]; not [x] or [2024-01-01]-style dates.
+# [3], [1, 2], [1][2], [2-4]; not [x], nor dates like [2024-01-01].
 _GROUP: Final = re.compile(r"\[(\d{1,4}(?:\s*(?:,|-|\u2013)\s*\d{1,4})*)\]")
-_NUMBER_OR_RANGE: Final = re.compile(r"(\d+)\s*(?:(?:-|\u2013)\s*(\d+))?")
+_ELEMENT: Final = re.compile(r"^(\d+)(?:\s*(?:-|\u2013)\s*(\d+))?$")
+_MAX_RANGE: Final = 50
 
 
 class CitationCheck(BaseModel):
@@ -36,12 +37,19 @@ def cited_numbers(answer: str) -> list[int]:
     """Every source number cited in `answer`, ascending, each once; ranges are expanded."""
     numbers: set[int] = set()
     for group in _GROUP.finditer(answer):
-        for match in _NUMBER_OR_RANGE.finditer(group.group(1)):
+        found: set[int] = set()
+        for element in group.group(1).split(","):
+            match = _ELEMENT.match(element.strip())
+            if match is None:  # "2024-01-01": not a number, not a range
+                found.clear()
+                break
             start = int(match.group(1))
             stop = int(match.group(2)) if match.group(2) else start
-            if stop - start > 100:  # "[1-2024]" is not a citation range
-                stop = start
-            numbers.update(range(start, stop + 1))
+            if not 0 <= stop - start <= _MAX_RANGE:  # "[1-2024]", "[4-2]": not citations
+                found.clear()
+                break
+            found.update(range(start, stop + 1))
+        numbers |= found
     return sorted(numbers)
 
 

@@ -12,10 +12,11 @@ from dataclasses import replace
 from typing import Final
 
 from ctxbudget._claims import ListClaim
-from ctxbudget._fit import Fit
+from ctxbudget._fit import Fit, Part
 from ctxbudget.budget import Allocation
 from ctxbudget.inputs import Role, Turn
 from ctxbudget.layout import FRAMES
+from ctxbudget.report import DropReason
 from ctxbudget.tokens import TokenCounter
 
 __all__ = ["ROLE_LABELS", "HistoryClaim", "gap_marker"]
@@ -29,6 +30,18 @@ def gap_marker(missing: int) -> str:
     """The line standing in for `missing` consecutive turns that were left out."""
     noun = "message" if missing == 1 else "messages"
     return f"[… {missing} {noun} omitted …]"
+
+
+def _gaps(indices: list[int], count: int) -> int:
+    """How many runs of missing turns a kept set (sorted indices of `count`) leaves."""
+    if not indices:
+        return 0
+    expected = 0
+    gaps = 0
+    for index in indices:
+        gaps += index > expected
+        expected = index + 1
+    return gaps + (expected < count)
 
 
 def _turn_key(indexed: Indexed) -> str:
@@ -64,16 +77,47 @@ class HistoryClaim(ListClaim[Indexed]):
         self._marker_cost = counter.count(gap_marker(max(len(turns), 1))) + self.packer.separator
 
     def fit(self, grant: int) -> Fit[Indexed]:
-        whole = self.packer.pack(self.items, grant)
+        """Keep turns in preference order while they and the markers their gaps need fit.
+
+        A turn's marginal cost includes the markers it adds or removes, so taking a
+        recent turn that would open a second gap stops the walk like any turn that
+        does not fit.
+        """
+        packer = self.packer
+        whole = packer.pack(self.items, grant)
         if not whole.overflow:
-            return whole
-        reserve = self._marker_cost
-        while True:
-            fit = self.packer.pack(self.items, max(grant - reserve, 0))
-            needed = self._gaps(fit) * self._marker_cost
-            if needed <= reserve:
-                return self._with_markers(fit)
-            reserve = needed
+            return whole  # everything fits: no gaps, no markers
+        room = grant - packer.framing
+        kept: list[Part[Indexed]] = []
+        indices: list[int] = []
+        dropped: list[tuple[Indexed, DropReason, int | None]] = []
+        used = 0
+        walk = iter(self.items)
+        overflow = False
+        for item in walk:
+            step = packer.separator if kept else 0
+            if packer.bound(item) > room:
+                dropped.append((item, "oversize", None))
+                overflow = True
+                continue
+            cost = packer.cost(item)
+            if cost > room:
+                dropped.append((item, "oversize", cost))
+                overflow = True
+                continue
+            markers = _gaps(sorted([*indices, item[0]]), self._count) * self._marker_cost
+            if used + step + cost + markers > room:
+                dropped.append((item, "over_budget", cost))
+                overflow = True
+                break
+            kept.append(Part(packer.key(item), item, cost + step))
+            indices.append(item[0])
+            used += cost + step
+        if not kept:
+            return Fit((), 0, tuple(dropped), tuple(walk), overflow)
+        markers = _gaps(sorted(indices), self._count) * self._marker_cost
+        cost = used + markers + packer.framing
+        return Fit(tuple(kept), cost, tuple(dropped), tuple(walk), overflow)
 
     def shrink(self, fit: Fit[Indexed]) -> Fit[Indexed] | None:
         smaller = self.packer.shrink(self._without_markers(fit))
@@ -117,7 +161,7 @@ class HistoryClaim(ListClaim[Indexed]):
         return steps
 
     def _gaps(self, fit: Fit[Indexed]) -> int:
-        return sum(1 for start, stop, _ in self._walk(fit) if stop > start)
+        return _gaps(sorted(p.item[0] for p in fit.parts), self._count)
 
     def _with_markers(self, fit: Fit[Indexed]) -> Fit[Indexed]:
         if not fit.parts:

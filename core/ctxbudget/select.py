@@ -60,6 +60,8 @@ class SourceSettings:
     principal: Principal | None
     loader: DocumentLoader | None
     escalation: Escalation
+    withheld: frozenset[str] = frozenset()
+    """Documents with a chunk this principal may not see: never sent whole."""
 
 
 class RetrievedClaim(ListClaim[Chunk]):
@@ -175,6 +177,7 @@ class RetrievedClaim(ListClaim[Chunk]):
             rest = self.packer.pack(
                 others, grant - cost - separator, reject=self._rejecting_beside(document)
             )
+            rest = self.packer.relabel(rest, grant)
             pinned = Part(document.id, document, cost)
             if not rest.parts:
                 total = cost + self.packer.framing
@@ -197,7 +200,10 @@ class RetrievedClaim(ListClaim[Chunk]):
             )
         if loaded is not None:
             shown = [c for c in self.items if c.document_id == document_id]
-            if not document_permitted(loaded, shown, self.settings.principal, self.settings.access):
+            # The whole document holds every chunk of it, the withheld ones too.
+            if document_id in self.settings.withheld or not document_permitted(
+                loaded, shown, self.settings.principal, self.settings.access
+            ):
                 self._denied[document_id] = Dropped.trusted(
                     "retrieved", "document", document_id, "forbidden"
                 )

@@ -1,4 +1,4 @@
-"""The relevance floor (`ContextAssembler(min_relevance=...)`): second pipeline step, off by default."""
+"""The relevance floor (`min_relevance`): the second pipeline step, off by default."""
 
 from __future__ import annotations
 
@@ -41,9 +41,7 @@ def test_floor_off_by_default_keeps_low_scores(o200k: TiktokenTokenizer) -> None
 
 
 def test_floor_drops_score_below(o200k: TiktokenTokenizer) -> None:
-    assert kept(floored(o200k, 0.5), chunk("low", score=0.2), chunk("high", score=0.8)) == [
-        "high"
-    ]
+    assert kept(floored(o200k, 0.5), chunk("low", score=0.2), chunk("high", score=0.8)) == ["high"]
 
 
 def test_floor_keeps_score_equal_to_floor(o200k: TiktokenTokenizer) -> None:

@@ -142,7 +142,9 @@ def test_access_policy_defaults_require_nothing() -> None:
 
 
 def test_access_policy_unknown_option_rejected() -> None:
-    with pytest.raises(ValidationError, match=r"require_tennant\n\s+Extra inputs are not permitted"):
+    with pytest.raises(
+        ValidationError, match=r"require_tennant\n\s+Extra inputs are not permitted"
+    ):
         AccessPolicy(require_tennant=True)  # type: ignore[call-arg]
 
 

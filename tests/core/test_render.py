@@ -167,7 +167,7 @@ def test_header_freshness_note_absent_at_exactly_stale_after() -> None:
 
 def test_header_freshness_note_present_just_past_stale_after() -> None:
     old = chunk(title="Spec", updated_at=NOW - YEAR - timedelta(seconds=1))
-    assert header(1, old, STALE) == "[1] Spec (updated 2024-06-01; may be out of date)"
+    assert header(1, old, STALE) == "[1] Spec (updated 2024-05-31; may be out of date)"
 
 
 def test_header_freshness_naive_updated_at_is_utc() -> None:

@@ -1,0 +1,546 @@
+"""Whole-document escalation (escalate.py, select.py): 3+ selected chunks of one document and
+the document fits in 70% of retrieval's grant -> the document goes in whole, in their place.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from ctxbudget import (
+    Allocation,
+    Assembled,
+    Budget,
+    Chunk,
+    ContextAssembler,
+    Dropped,
+    Principal,
+    TiktokenTokenizer,
+)
+from ctxbudget.escalate import DocumentLoader, Escalation, document_permitted
+from ctxbudget.permit import AccessPolicy
+from ctxbudget.select import RetrievedClaim
+
+
+class FakeLoader:
+    """Serves documents from a dict and records every load."""
+
+    def __init__(self, documents: dict[str, Any]) -> None:
+        self.documents = documents
+        self.calls: list[str] = []
+
+    def load(self, document_id: str) -> Chunk | None:
+        self.calls.append(document_id)
+        return self.documents.get(document_id)
+
+
+def text(prefix: str, n: int) -> str:
+    return " ".join(f"{prefix}w{j}" for j in range(n))
+
+
+def parts(document_id: str, n: int, *, score: float = 0.9, **acl: Any) -> list[Chunk]:
+    """`n` chunks of one document, best first."""
+    return [
+        Chunk(
+            id=f"{document_id}#{i}",
+            document_id=document_id,
+            title=document_id.title(),
+            content=text(f"{document_id}{i}", 40),
+            ordinal=i,
+            score=score - i / 100,
+            **acl,
+        )
+        for i in range(n)
+    ]
+
+
+def whole(chunks: list[Chunk], *, extra_words: int = 20, **fields: Any) -> Chunk:
+    """The document the chunks were cut from: an introduction, then every chunk's text."""
+    first = chunks[0]
+    body = "\n\n".join(
+        [text(f"{first.document_id}intro", extra_words), *(c.content for c in chunks)]
+    )
+    data: dict[str, Any] = {
+        "id": first.document_id,
+        "title": first.title,
+        "content": body,
+        "tenant": first.tenant,
+        "groups": first.groups,
+    }
+    data.update(fields)
+    return Chunk(**data)
+
+
+def budget(retrieved_max: int | None = 1_000, *, total: int = 20_000) -> Budget:
+    return Budget(
+        total=total,
+        allocations=(
+            Allocation("question", max=200, priority=0),
+            Allocation("retrieved", max=retrieved_max, priority=1),
+        ),
+    )
+
+
+def assembler(
+    o200k: TiktokenTokenizer,
+    loader: DocumentLoader | None,
+    *,
+    retrieved_max: int | None = 1_000,
+    **options: Any,
+) -> ContextAssembler:
+    return ContextAssembler(tokenizer=o200k, budget=budget(retrieved_max), loader=loader, **options)
+
+
+def source_ids(result: Assembled) -> list[str]:
+    return [s.chunk.id for s in result.sources]
+
+
+MANUAL = parts("manual", 3, score=0.9)
+FAQ = parts("faq", 2, score=0.5)
+
+
+# --- escalation happens -------------------------------------------------------------------
+
+
+def test_escalate_three_chunks_send_whole_document(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=[*MANUAL, *FAQ])
+
+    documents = [s for s in result.sources if s.document]
+    assert len(documents) == 1
+    assert documents[0].chunk.id == "manual"
+    assert documents[0].covers == ("manual#0", "manual#1", "manual#2")
+    assert result.report.escalated == "manual"
+
+
+def test_escalate_document_replaces_its_chunks(o200k: TiktokenTokenizer) -> None:
+    document = whole(MANUAL)
+    loader = FakeLoader({"manual": document})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=[*MANUAL, *FAQ])
+
+    assert not {"manual#0", "manual#1", "manual#2"} & set(source_ids(result))
+    assert result.text.count(MANUAL[0].content) == 1
+    assert text("manualintro", 20) in result.text
+
+
+def test_escalate_keeps_other_documents_chunks(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=[*MANUAL, *FAQ])
+
+    assert sorted(source_ids(result)) == ["faq#0", "faq#1", "manual"]
+    assert all(c.content in result.text for c in FAQ)
+
+
+def test_escalate_document_ids_normalised_to_document_id(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL, id="manual.pdf", document_id="elsewhere")})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=MANUAL)
+
+    (source,) = result.sources
+    assert (source.chunk.id, source.chunk.document_id) == ("manual", "manual")
+
+
+def test_escalate_document_numbered_like_any_source(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(o200k, loader, order="relevance").assemble(
+        question="Q?", chunks=[*FAQ, *MANUAL]
+    )
+
+    assert [(s.n, s.chunk.id) for s in result.sources] == [
+        (1, "manual"),
+        (2, "faq#0"),
+        (3, "faq#1"),
+    ]
+    assert "[1] Manual\n" + text("manualintro", 20) in result.text
+
+
+def test_escalate_document_stands_at_its_best_chunks_rank(o200k: TiktokenTokenizer) -> None:
+    better = parts("faq", 1, score=0.99)
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(o200k, loader, order="relevance").assemble(
+        question="Q?", chunks=[*MANUAL, *better]
+    )
+
+    assert source_ids(result) == ["faq#0", "manual"]
+
+
+# --- escalation does not happen -----------------------------------------------------------
+
+
+def test_escalate_two_chunks_not_escalated(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=[*MANUAL[:2], *FAQ])
+
+    assert result.report.escalated is None
+    assert sorted(source_ids(result)) == ["faq#0", "faq#1", "manual#0", "manual#1"]
+    assert loader.calls == []
+
+
+def test_escalate_counts_selected_not_retrieved_chunks(o200k: TiktokenTokenizer) -> None:
+    # Three chunks of the manual were retrieved, but only two fit: no escalation.
+    big = parts("manual", 3, score=0.9)
+    loader = FakeLoader({"manual": whole(big)})
+    two = assembler(o200k, None, retrieved_max=None).assemble(question="Q?", chunks=big[:2])
+
+    result = assembler(o200k, loader, retrieved_max=two.report.sizes["retrieved"]).assemble(
+        question="Q?", chunks=big
+    )
+
+    assert result.report.escalated is None
+    assert source_ids(result) == ["manual#0", "manual#1"]
+
+
+def test_escalate_document_over_share_not_escalated(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL, extra_words=600)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=[*MANUAL, *FAQ])
+
+    assert result.report.escalated is None
+    assert sorted(source_ids(result)) == ["faq#0", "faq#1", "manual#0", "manual#1", "manual#2"]
+    assert text("manualintro", 20) not in result.text
+
+
+@pytest.fixture(scope="module")
+def document_cost(o200k: TiktokenTokenizer) -> int:
+    """What the escalated manual costs in the retrieved section (framing included)."""
+    loader = FakeLoader({"manual": whole(MANUAL)})
+    result = assembler(o200k, loader, retrieved_max=None).assemble(question="Q?", chunks=MANUAL)
+    assert result.report.escalated == "manual"
+    return result.report.sizes["retrieved"]
+
+
+def test_escalate_document_exactly_at_share_escalated(
+    o200k: TiktokenTokenizer, document_cost: int
+) -> None:
+    grant = math.ceil(document_cost / 0.7)
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(o200k, loader, retrieved_max=grant).assemble(question="Q?", chunks=MANUAL)
+
+    assert result.report.escalated == "manual"
+
+
+def test_escalate_document_just_over_share_not_escalated(
+    o200k: TiktokenTokenizer, document_cost: int
+) -> None:
+    grant = math.ceil(document_cost / 0.7) - 1
+    assert document_cost > 0.7 * grant
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(o200k, loader, retrieved_max=grant).assemble(question="Q?", chunks=MANUAL)
+
+    assert result.report.escalated is None
+    assert source_ids(result) == ["manual#0", "manual#1", "manual#2"]
+
+
+def test_escalate_max_share_configurable(o200k: TiktokenTokenizer, document_cost: int) -> None:
+    grant = math.ceil(document_cost / 0.7)
+    loader = FakeLoader({"manual": whole(MANUAL)})
+    strict = Escalation(max_share=0.5)
+
+    result = assembler(o200k, loader, retrieved_max=grant, escalation=strict).assemble(
+        question="Q?", chunks=MANUAL
+    )
+
+    assert result.report.escalated is None
+
+
+def test_escalate_max_share_one_allows_whole_grant(
+    o200k: TiktokenTokenizer, document_cost: int
+) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(
+        o200k, loader, retrieved_max=document_cost, escalation=Escalation(max_share=1)
+    ).assemble(question="Q?", chunks=MANUAL)
+
+    assert result.report.escalated == "manual"
+
+
+def test_escalate_min_chunks_lowered(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL)})
+    eager = Escalation(min_chunks=2)
+
+    result = assembler(o200k, loader, escalation=eager).assemble(
+        question="Q?", chunks=[*MANUAL[:2], *FAQ]
+    )
+
+    assert result.report.escalated == "manual"
+
+
+def test_escalate_min_chunks_raised(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL)})
+    reluctant = Escalation(min_chunks=4)
+
+    result = assembler(o200k, loader, escalation=reluctant).assemble(
+        question="Q?", chunks=[*MANUAL, *FAQ]
+    )
+
+    assert result.report.escalated is None
+    assert loader.calls == []
+
+
+def test_escalate_loader_returns_none_not_escalated(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=[*MANUAL, *FAQ])
+
+    assert result.report.escalated is None
+    assert loader.calls == ["manual"]
+    assert sorted(source_ids(result)) == ["faq#0", "faq#1", "manual#0", "manual#1", "manual#2"]
+
+
+def test_escalate_loaded_document_empty_not_escalated(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL, content=" \n ")})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=MANUAL)
+
+    assert result.report.escalated is None
+    assert source_ids(result) == ["manual#0", "manual#1", "manual#2"]
+
+
+def test_escalate_no_loader_not_escalated(o200k: TiktokenTokenizer) -> None:
+    result = assembler(o200k, None).assemble(question="Q?", chunks=[*MANUAL, *FAQ])
+
+    assert result.report.escalated is None
+    assert not any(s.document for s in result.sources)
+
+
+def test_escalate_most_hit_document_tried_first(o200k: TiktokenTokenizer) -> None:
+    guide = parts("guide", 4, score=0.8)
+    loader = FakeLoader({"manual": whole(MANUAL), "guide": whole(guide)})
+
+    result = assembler(o200k, loader, retrieved_max=2_000).assemble(
+        question="Q?", chunks=[*MANUAL, *guide]
+    )
+
+    assert result.report.escalated == "guide"
+    assert loader.calls == ["guide"]
+    assert sorted(source_ids(result)) == ["guide", "manual#0", "manual#1", "manual#2"]
+
+
+def test_escalate_next_document_tried_when_first_does_not_fit(o200k: TiktokenTokenizer) -> None:
+    guide = parts("guide", 4, score=0.8)
+    loader = FakeLoader({"manual": whole(MANUAL), "guide": whole(guide, extra_words=1_500)})
+
+    result = assembler(o200k, loader, retrieved_max=2_000).assemble(
+        question="Q?", chunks=[*MANUAL, *guide]
+    )
+
+    assert result.report.escalated == "manual"
+    assert loader.calls == ["guide", "manual"]
+
+
+# --- the loader contract ------------------------------------------------------------------
+
+
+def test_escalate_loader_returning_non_chunk_raises(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": {"content": "the whole manual"}})
+
+    with pytest.raises(
+        TypeError,
+        match=r"DocumentLoader\.load\('manual'\) returned dict; it must return a Chunk "
+        r"\(id and document_id set to the document id\) or None",
+    ):
+        assembler(o200k, loader).assemble(question="Q?", chunks=MANUAL)
+
+
+def test_escalate_loader_without_load_method_rejected(o200k: TiktokenTokenizer) -> None:
+    with pytest.raises(
+        TypeError, match=r"loader must have a load\(document_id\) -> Chunk \| None method; got dict"
+    ):
+        ContextAssembler(tokenizer=o200k, loader={"manual": "text"})  # type: ignore[arg-type]
+
+
+def test_escalate_loader_called_once_per_document_per_assemble(
+    o200k: TiktokenTokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A squeezed retrieval is fitted more than once (its grant, then with the space others
+    # held); the document must be loaded only once.
+    fits: list[int] = []
+    real_fit = RetrievedClaim.fit
+
+    def counting_fit(self: RetrievedClaim, grant: int) -> Any:
+        fits.append(grant)
+        return real_fit(self, grant)
+
+    monkeypatch.setattr(RetrievedClaim, "fit", counting_fit)
+    filler = [Chunk(id=f"filler{i}", content=text(f"filler{i}", 60), score=0.1) for i in range(10)]
+    squeezing = Budget(
+        total=1_400,
+        allocations=(
+            Allocation("system", priority=0),
+            Allocation("question", max=200, priority=0),
+            Allocation("retrieved", min=100, priority=1),
+        ),
+    )
+    loader = FakeLoader({"manual": whole(MANUAL)})
+    assembler = ContextAssembler(tokenizer=o200k, budget=squeezing, loader=loader)
+
+    result = assembler.assemble(
+        system=text("system", 150), question="Q?", chunks=[*MANUAL, *filler]
+    )
+
+    assert len(fits) >= 2
+    assert result.report.escalated == "manual"
+    assert loader.calls == ["manual"]
+
+
+def test_escalate_loader_called_again_on_next_assemble(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL)})
+    same = assembler(o200k, loader)
+
+    same.assemble(question="Q?", chunks=MANUAL)
+    same.assemble(question="Q?", chunks=MANUAL)
+
+    assert loader.calls == ["manual", "manual"]
+
+
+# --- budget -------------------------------------------------------------------------------
+
+
+def test_escalate_document_counts_against_budget(
+    o200k: TiktokenTokenizer, document_cost: int
+) -> None:
+    grant = math.ceil(document_cost / 0.7)
+    big_faq = [
+        Chunk(id=f"faq#{i}", document_id="faq", content=text(f"faq{i}", 20), score=0.5 - i / 100)
+        for i in range(4)
+    ]
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(o200k, loader, retrieved_max=grant).assemble(
+        question="Q?", chunks=[*MANUAL, *big_faq]
+    )
+
+    assert result.report.escalated == "manual"
+    assert result.report.sizes["retrieved"] <= result.report.granted["retrieved"] == grant
+    assert result.report.total <= result.report.budget
+    assert "faq#0" in source_ids(result)
+    over = {d.id for d in result.report.dropped if d.reason == "over_budget"}
+    assert over
+    assert over.isdisjoint(source_ids(result))
+
+
+def test_escalate_report_total_is_exact_count_of_text(o200k: TiktokenTokenizer) -> None:
+    loader = FakeLoader({"manual": whole(MANUAL)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=[*MANUAL, *FAQ])
+
+    assert result.report.total == o200k.count(result.text)
+
+
+# --- permission re-check ------------------------------------------------------------------
+
+ACME = Principal(tenant="acme", groups={"support"})
+
+
+def test_escalate_document_of_other_tenant_not_escalated(o200k: TiktokenTokenizer) -> None:
+    chunks = parts("manual", 3, tenant="acme")
+    loader = FakeLoader({"manual": whole(chunks, tenant="globex")})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=chunks, principal=ACME)
+
+    assert result.report.escalated is None
+    assert source_ids(result) == ["manual#0", "manual#1", "manual#2"]
+    assert (
+        Dropped(claimant="retrieved", kind="document", id="manual", reason="forbidden")
+        in result.report.dropped
+    )
+    assert text("manualintro", 20) not in result.text
+
+
+def test_escalate_document_without_acl_when_chunks_had_one_not_escalated(
+    o200k: TiktokenTokenizer,
+) -> None:
+    chunks = parts("manual", 3, tenant="acme", groups=frozenset({"support"}))
+    loader = FakeLoader({"manual": whole(chunks, tenant=None, groups=None)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=chunks, principal=ACME)
+
+    assert result.report.escalated is None
+    assert [(d.kind, d.reason) for d in result.report.dropped] == [("document", "forbidden")]
+
+
+def test_escalate_document_of_other_group_not_escalated(o200k: TiktokenTokenizer) -> None:
+    chunks = parts("manual", 3, groups=frozenset({"support"}))
+    loader = FakeLoader({"manual": whole(chunks, groups=frozenset({"legal"}))})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=chunks, principal=ACME)
+
+    assert result.report.escalated is None
+    assert [(d.kind, d.id, d.reason) for d in result.report.dropped] == [
+        ("document", "manual", "forbidden")
+    ]
+
+
+def test_escalate_document_with_same_acl_escalated(o200k: TiktokenTokenizer) -> None:
+    chunks = parts("manual", 3, tenant="acme", groups=frozenset({"support"}))
+    loader = FakeLoader({"manual": whole(chunks)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=chunks, principal=ACME)
+
+    assert result.report.escalated == "manual"
+    assert result.report.dropped == ()
+
+
+def test_escalate_document_checked_against_require_tenant_policy(
+    o200k: TiktokenTokenizer,
+) -> None:
+    chunks = parts("manual", 3, tenant="acme")
+    loader = FakeLoader({"manual": whole(chunks, tenant=None)})
+    strict = AccessPolicy(require_tenant=True)
+
+    result = assembler(o200k, loader, access=strict).assemble(
+        question="Q?", chunks=chunks, principal=ACME
+    )
+
+    assert result.report.escalated is None
+
+
+def test_document_permitted_public_chunks_public_document() -> None:
+    chunks = parts("manual", 3)
+
+    assert document_permitted(whole(chunks), chunks, None, AccessPolicy())
+
+
+def test_document_permitted_requires_acl_its_chunks_carried() -> None:
+    chunks = parts("manual", 3, groups=frozenset({"support"}))
+
+    assert not document_permitted(whole(chunks, groups=None), chunks, ACME, AccessPolicy())
+
+
+# --- settings -----------------------------------------------------------------------------
+
+
+def test_escalation_defaults() -> None:
+    assert (Escalation().min_chunks, Escalation().max_share) == (3, 0.7)
+
+
+def test_escalation_min_chunks_below_two_rejected() -> None:
+    with pytest.raises(
+        ValidationError, match=r"min_chunks\n\s+Input should be greater than or equal to 2"
+    ):
+        Escalation(min_chunks=1)
+
+
+@pytest.mark.parametrize("share", [0, -0.1])
+def test_escalation_max_share_not_positive_rejected(share: float) -> None:
+    with pytest.raises(ValidationError, match=r"max_share\n\s+Input should be greater than 0"):
+        Escalation(max_share=share)
+
+
+def test_escalation_max_share_above_one_rejected() -> None:
+    with pytest.raises(
+        ValidationError, match=r"max_share\n\s+Input should be less than or equal to 1"
+    ):
+        Escalation(max_share=1.2)

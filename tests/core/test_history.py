@@ -1,0 +1,399 @@
+"""History trimming: the first turn, then the most recent that fit (core/ctxbudget/history.py).
+
+DESIGN "Trimming": keep the first turn (it carries the topic), then the most recent
+turns that fit; where turns are missing, insert a gap marker so the model knows.
+Turns are never cut, and the markers are counted in the budget.
+
+Sizes with the `fake_tokenizer` (one token per word, punctuation mark or whitespace
+run), checked by hand:
+    "User: m0" / "Assistant: m1"          4 tokens per turn
+    "<conversation>\\n" ... "\\n</conversation>" + section separator   4 + 5 + 1 = 10
+    "\\n\\n" between turns                 1
+    "[… 3 messages omitted …]"            11, plus its separator: 12
+so six short turns cost 10 + 6*4 + 5 = 39, and a marker costs 12.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxbudget import (
+    Allocation,
+    Budget,
+    CallableTokenizer,
+    ContextAssembler,
+    TiktokenTokenizer,
+    Turn,
+)
+from ctxbudget.history import ROLE_LABELS, gap_marker
+
+# The conftest fake tokenizer, for property tests (hypothesis rejects function-scoped fixtures).
+FAKE = CallableTokenizer(lambda text: len(re.findall(r"\w+|[^\w\s]|\s+", text)), name="fake-words")
+MARKER = re.compile(r"^\[… (\d+) messages? omitted …\]$")
+
+
+def short_turns(n: int) -> list[Turn]:
+    """`n` four-token turns "m0", "m1", ..., alternating user and assistant."""
+    return [Turn(role="user" if i % 2 == 0 else "assistant", content=f"m{i}") for i in range(n)]
+
+
+def words(n: int, tag: str = "w") -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+def history_budget(history_max: int | None, *, total: int = 10_000) -> Budget:
+    return Budget(
+        total=total,
+        allocations=(
+            Allocation("system", priority=0),
+            Allocation("question", priority=0),
+            Allocation("history", max=history_max, priority=3),
+        ),
+    )
+
+
+def assemble(tokenizer: Any, budget: Budget, turns: list[Turn]) -> Any:
+    assembler = ContextAssembler(tokenizer=tokenizer, budget=budget, fence_rule=False)
+    return assembler.assemble(system="Be brief.", question="And now?", history=turns)
+
+
+def conversation(text: str) -> str:
+    """The history section of a prompt."""
+    match = re.search(r"<conversation>\n.*?\n</conversation>", text, flags=re.DOTALL)
+    assert match is not None
+    return match.group(0)
+
+
+def contents(result: Any) -> list[str]:
+    return [content for _, content in result.history]
+
+
+# --- gap_marker -----------------------------------------------------------------------------
+
+
+def test_gap_marker_one_message_is_singular() -> None:
+    assert gap_marker(1) == "[… 1 message omitted …]"
+
+
+def test_gap_marker_several_messages_is_plural() -> None:
+    assert gap_marker(3) == "[… 3 messages omitted …]"
+
+
+# --- which turns are kept -------------------------------------------------------------------
+
+
+def test_history_all_turns_fit_keeps_all_in_order(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(39), short_turns(6))
+    assert contents(result) == ["m0", "m1", "m2", "m3", "m4", "m5"]
+
+
+def test_history_all_turns_fit_has_no_marker(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(39), short_turns(6))
+    assert "omitted" not in result.text
+
+
+def test_history_all_turns_fit_is_not_trimmed(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(39), short_turns(6))
+    assert "history" not in result.report.trimmed
+
+
+def test_history_over_grant_keeps_first_then_most_recent(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    # 38 tokens: m0, m4, m5 and one marker cost 10 + 4 + 5 + 5 + 12 = 36; m3 would make 41.
+    result = assemble(fake_tokenizer, history_budget(38), short_turns(6))
+    assert contents(result) == ["m0", "[… 3 messages omitted …]", "m4", "m5"]
+
+
+def test_history_over_grant_renders_marker_in_the_gap(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(38), short_turns(6))
+    assert conversation(result.text) == (
+        "<conversation>\n"
+        "User: m0\n\n"
+        "[… 3 messages omitted …]\n\n"
+        "User: m4\n\n"
+        "Assistant: m5\n"
+        "</conversation>"
+    )
+
+
+def test_history_marker_tokens_are_counted(fake_tokenizer: CallableTokenizer) -> None:
+    # Without counting the marker, m2 and m3 would fit too (10 + 4 + 4*5 = 34 <= 38).
+    result = assemble(fake_tokenizer, history_budget(38), short_turns(6))
+    assert result.report.sizes["history"] == 36
+
+
+def test_history_size_matches_rendered_section(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(38), short_turns(6))
+    section = conversation(result.text)
+    assert result.report.sizes["history"] == fake_tokenizer.count(section + "\n\n")
+
+
+def test_history_only_first_turn_fits_marker_follows_it(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    # 30 tokens: m0 and a marker cost 26; m0, m5 and a marker would cost 31.
+    result = assemble(fake_tokenizer, history_budget(30), short_turns(6))
+    assert contents(result) == ["m0", "[… 5 messages omitted …]"]
+
+
+def test_history_one_missing_turn_marker_is_singular(fake_tokenizer: CallableTokenizer) -> None:
+    # The long middle turn (22 tokens) does not fit beside the others (42 in all);
+    # m0, m2 and a marker cost 10 + 4 + 5 + 12 = 31.
+    turns = [
+        Turn(role="user", content="m0"),
+        Turn(role="assistant", content=words(10)),
+        Turn(role="user", content="m2"),
+    ]
+    result = assemble(fake_tokenizer, history_budget(35), turns)
+    assert contents(result) == ["m0", "[… 1 message omitted …]", "m2"]
+
+
+def test_history_over_grant_is_trimmed(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(38), short_turns(6))
+    assert "history" in result.report.trimmed
+
+
+def test_history_total_within_budget_with_marker(o200k: TiktokenTokenizer) -> None:
+    turns = [
+        Turn(role="user" if i % 2 == 0 else "assistant", content=f"Turn {i}: " + words(30, "x"))
+        for i in range(40)
+    ]
+    result = assemble(o200k, history_budget(None, total=800), turns)
+    assert "omitted …]" in result.text
+    assert result.report.total <= result.report.budget == 800
+
+
+def test_history_total_equals_exact_count_of_text(o200k: TiktokenTokenizer) -> None:
+    turns = [Turn(role="user", content=f"Turn {i}: " + words(30, "x")) for i in range(40)]
+    result = assemble(o200k, history_budget(None, total=800), turns)
+    assert result.report.total == o200k.count(result.text)
+
+
+def test_history_tight_total_keeps_first_turn(o200k: TiktokenTokenizer) -> None:
+    turns = [Turn(role="user", content=f"Turn {i}: " + words(30, "x")) for i in range(40)]
+    result = assemble(o200k, history_budget(None, total=800), turns)
+    assert contents(result)[0] == turns[0].content
+
+
+def test_history_tight_total_keeps_last_turn(o200k: TiktokenTokenizer) -> None:
+    turns = [Turn(role="user", content=f"Turn {i}: " + words(30, "x")) for i in range(40)]
+    result = assemble(o200k, history_budget(None, total=800), turns)
+    assert contents(result)[-1] == turns[-1].content
+
+
+# --- dropped turns in the report ------------------------------------------------------------
+
+
+def test_history_dropped_turns_are_reported_over_budget(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    result = assemble(fake_tokenizer, history_budget(38), short_turns(6))
+    dropped = {(d.claimant, d.kind, d.id, d.reason) for d in result.report.dropped}
+    assert dropped == {
+        ("history", "turn", "history[1]", "over_budget"),
+        ("history", "turn", "history[2]", "over_budget"),
+        ("history", "turn", "history[3]", "over_budget"),
+    }
+
+
+def test_history_dropped_turn_reported_by_its_id(fake_tokenizer: CallableTokenizer) -> None:
+    turns = short_turns(6)
+    turns[2] = Turn(role="user", content="m2", id="turn-two")
+    result = assemble(fake_tokenizer, history_budget(38), turns)
+    assert sorted(d.id for d in result.report.dropped) == ["history[1]", "history[3]", "turn-two"]
+
+
+def test_history_turn_too_big_with_marker_is_over_budget_not_oversize(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    # 25 tokens: every 4-token turn fits the grant on its own, but the first turn and
+    # its marker need 26, so nothing is kept. "oversize" means larger than the whole
+    # grant (report.DropReason), which no turn here is.
+    result = assemble(fake_tokenizer, history_budget(25), short_turns(6))
+    assert result.history == ()
+    assert {d.reason for d in result.report.dropped} == {"over_budget"}
+
+
+# --- chat messages --------------------------------------------------------------------------
+
+
+def test_history_messages_hold_kept_turns_and_marker_in_order(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    result = assemble(fake_tokenizer, history_budget(38), short_turns(6))
+    assert result.messages()[1:-1] == [
+        {"role": "user", "content": "m0"},
+        {"role": "user", "content": "[… 3 messages omitted …]"},
+        {"role": "user", "content": "m4"},
+        {"role": "assistant", "content": "m5"},
+    ]
+
+
+def test_history_messages_all_fit_keep_roles(fake_tokenizer: CallableTokenizer) -> None:
+    turns = [
+        Turn(role="user", content="m0"),
+        Turn(role="assistant", content="m1"),
+        Turn(role="tool", content="m2"),
+    ]
+    result = assemble(fake_tokenizer, history_budget(None), turns)
+    assert [m["role"] for m in result.messages()[1:-1]] == ["user", "assistant", "tool"]
+
+
+def test_history_messages_surround_history_with_prefix_and_tail(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    result = assemble(fake_tokenizer, history_budget(38), short_turns(6))
+    messages = result.messages()
+    assert (messages[0]["role"], messages[-1]) == (
+        "system",
+        {"role": "user", "content": "Question: And now?"},
+    )
+
+
+# --- oversize turns -------------------------------------------------------------------------
+
+
+def oversize_last(n: int = 8) -> list[Turn]:
+    """`n` short turns whose last one is 82 tokens: bigger than any grant used below."""
+    turns = short_turns(n)
+    turns[-1] = Turn(role="assistant", content=words(40))
+    return turns
+
+
+def test_history_oversize_turn_is_reported_oversize(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(48), oversize_last())
+    assert [d.reason for d in result.report.dropped if d.id == "history[7]"] == ["oversize"]
+
+
+def test_history_oversize_turn_older_turns_still_kept(fake_tokenizer: CallableTokenizer) -> None:
+    # 48 tokens: m0, m5, m6 and two markers cost 10 + 4 + 5 + 5 + 2*12 = 48.
+    result = assemble(fake_tokenizer, history_budget(48), oversize_last())
+    assert contents(result) == [
+        "m0",
+        "[… 4 messages omitted …]",
+        "m5",
+        "m6",
+        "[… 1 message omitted …]",
+    ]
+
+
+def test_history_oversize_turn_marker_at_each_gap(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(48), oversize_last())
+    assert conversation(result.text) == (
+        "<conversation>\n"
+        "User: m0\n\n"
+        "[… 4 messages omitted …]\n\n"
+        "Assistant: m5\n\n"
+        "User: m6\n\n"
+        "[… 1 message omitted …]\n"
+        "</conversation>"
+    )
+
+
+def test_history_oversize_turn_others_over_budget(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(48), oversize_last())
+    reasons = {d.id: d.reason for d in result.report.dropped}
+    assert reasons == {
+        "history[1]": "over_budget",
+        "history[2]": "over_budget",
+        "history[3]": "over_budget",
+        "history[4]": "over_budget",
+        "history[7]": "oversize",
+    }
+
+
+def test_history_oversize_turn_first_turn_kept_when_it_fits_with_marker(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    # 34 tokens: m0 and one marker cost 26 (a 30-token grant keeps exactly that);
+    # m0, m6 and two markers would cost 43. A larger grant must not keep less.
+    result = assemble(fake_tokenizer, history_budget(34), oversize_last())
+    assert contents(result) == ["m0", "[… 7 messages omitted …]"]
+
+
+def test_history_oversize_only_turn_is_dropped(fake_tokenizer: CallableTokenizer) -> None:
+    result = assemble(fake_tokenizer, history_budget(30), [Turn(role="user", content=words(40))])
+    assert (result.history, [d.reason for d in result.report.dropped]) == ((), ["oversize"])
+
+
+def test_history_oversize_first_turn_recent_turns_still_kept(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    # 31 tokens: m1, m2 and one marker cost 10 + 4 + 5 + 12 = 31; the first turn is 82.
+    turns = [Turn(role="user", content=words(40)), *short_turns(3)[1:]]
+    result = assemble(fake_tokenizer, history_budget(31), turns)
+    assert contents(result) == ["[… 1 message omitted …]", "m1", "m2"]
+
+
+# --- properties -----------------------------------------------------------------------------
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[Turn]:
+    sizes = draw(st.lists(st.integers(min_value=1, max_value=30), min_size=1, max_size=15))
+    roles = draw(
+        st.lists(st.sampled_from(["user", "assistant"]), min_size=len(sizes), max_size=len(sizes))
+    )
+    return [
+        Turn(role=role, content=f"t{i} " + words(size))
+        for i, (role, size) in enumerate(zip(roles, sizes, strict=True))
+    ]
+
+
+def kept_indices(result: Any) -> list[int]:
+    return [int(c.split(" ", 1)[0][1:]) for c in contents(result) if not MARKER.match(c)]
+
+
+@given(turns=conversations(), history_max=st.integers(min_value=0, max_value=400))
+def test_history_turns_are_whole_or_absent(turns: list[Turn], history_max: int) -> None:
+    result = assemble(FAKE, history_budget(history_max), turns)
+    kept = set(kept_indices(result))
+    for index, turn in enumerate(turns):
+        line = f"{ROLE_LABELS[turn.role]}: {turn.content}"
+        assert (line in result.text) == (index in kept)
+        assert (f"t{index} " in result.text) == (index in kept)
+
+
+@given(turns=conversations(), history_max=st.integers(min_value=0, max_value=400))
+def test_history_markers_stand_for_every_gap(turns: list[Turn], history_max: int) -> None:
+    result = assemble(FAKE, history_budget(history_max), turns)
+    expected: list[str] = []
+    position = 0
+    for index in kept_indices(result):
+        if index > position:
+            expected.append(gap_marker(index - position))
+        expected.append(turns[index].content)
+        position = index + 1
+    if expected and position < len(turns):
+        expected.append(gap_marker(len(turns) - position))
+    assert contents(result) == expected
+
+
+@given(turns=conversations(), history_max=st.integers(min_value=0, max_value=400))
+def test_history_first_turn_kept_whenever_any_turn_is_unless_oversize(
+    turns: list[Turn], history_max: int
+) -> None:
+    result = assemble(FAKE, history_budget(history_max), turns)
+    kept = kept_indices(result)
+    first_dropped = {d.reason for d in result.report.dropped if d.id == "history[0]"}
+    assert not kept or kept[0] == 0 or first_dropped == {"oversize"}
+
+
+@given(turns=conversations(), history_max=st.integers(min_value=0, max_value=400))
+def test_history_within_grant_and_budget(turns: list[Turn], history_max: int) -> None:
+    result = assemble(FAKE, history_budget(history_max, total=300), turns)
+    assert result.report.sizes["history"] <= result.report.granted["history"]
+    assert result.report.total <= result.report.budget
+
+
+@given(turns=conversations(), history_max=st.integers(min_value=0, max_value=400))
+def test_history_every_turn_kept_or_reported(turns: list[Turn], history_max: int) -> None:
+    result = assemble(FAKE, history_budget(history_max), turns)
+    kept = {f"history[{i}]" for i in kept_indices(result)}
+    dropped = {d.id for d in result.report.dropped if d.kind == "turn"}
+    assert (kept | dropped, kept & dropped) == ({f"history[{i}]" for i in range(len(turns))}, set())
