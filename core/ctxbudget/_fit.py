@@ -68,8 +68,16 @@ class Packer(Generic[T]):
         grant: int,
         *,
         reject: Callable[[T, list[T]], DropReason | None] | None = None,
+        overhead: Callable[[list[T]], int] | None = None,
     ) -> Fit[T]:
-        """Keep the preferred prefix of `items` that fits in `grant` tokens."""
+        """Keep the preferred prefix of `items` that fits in `grant` tokens.
+
+        Args:
+            reject: drops an item, given the items kept so far, before it is costed.
+            overhead: tokens the section needs for a kept set beyond its items (history's
+                gap markers); checked for the set each item would make. The returned
+                cost includes it.
+        """
         room = grant - self.framing
         kept: list[Part[T]] = []
         kept_items: list[T] = []
@@ -82,12 +90,13 @@ class Packer(Generic[T]):
                 dropped.append((item, reason, None))
                 continue
             step = self.separator if kept else 0
+            extra = overhead([*kept_items, item]) if overhead is not None else 0
             lower = self.bound(item)
             if lower > room:
                 dropped.append((item, "oversize", None))
                 overflow = True
                 continue
-            if used + step + lower > room:
+            if used + step + lower + extra > room:
                 dropped.append((item, "over_budget", None))
                 overflow = True
                 break
@@ -96,15 +105,17 @@ class Packer(Generic[T]):
                 dropped.append((item, "oversize", cost))
                 overflow = True
                 continue
-            if used + step + cost > room:
+            if used + step + cost + extra > room:
                 dropped.append((item, "over_budget", cost))
                 overflow = True
                 break
             kept.append(Part(self.key(item), item, cost + step))
             kept_items.append(item)
             used += cost + step
-        cost = used + self.framing if kept else 0
-        return Fit(tuple(kept), cost, tuple(dropped), tuple(walk), overflow)
+        if not kept:
+            return Fit((), 0, tuple(dropped), tuple(walk), overflow)
+        extra = overhead(kept_items) if overhead is not None else 0
+        return Fit(tuple(kept), used + extra + self.framing, tuple(dropped), tuple(walk), overflow)
 
     def shrink(self, fit: Fit[T]) -> Fit[T] | None:
         """`fit` without its least preferred part; None when nothing is left to drop."""

@@ -12,11 +12,10 @@ from dataclasses import replace
 from typing import Final
 
 from ctxbudget._claims import ListClaim
-from ctxbudget._fit import Fit, Part
+from ctxbudget._fit import Fit
 from ctxbudget.budget import Allocation
 from ctxbudget.inputs import Role, Turn
 from ctxbudget.layout import FRAMES
-from ctxbudget.report import DropReason
 from ctxbudget.tokens import TokenCounter
 
 __all__ = ["ROLE_LABELS", "HistoryClaim", "gap_marker"]
@@ -83,41 +82,14 @@ class HistoryClaim(ListClaim[Indexed]):
         recent turn that would open a second gap stops the walk like any turn that
         does not fit.
         """
-        packer = self.packer
-        whole = packer.pack(self.items, grant)
+        whole = self.packer.pack(self.items, grant)
         if not whole.overflow:
             return whole  # everything fits: no gaps, no markers
-        room = grant - packer.framing
-        kept: list[Part[Indexed]] = []
-        indices: list[int] = []
-        dropped: list[tuple[Indexed, DropReason, int | None]] = []
-        used = 0
-        walk = iter(self.items)
-        overflow = False
-        for item in walk:
-            step = packer.separator if kept else 0
-            if packer.bound(item) > room:
-                dropped.append((item, "oversize", None))
-                overflow = True
-                continue
-            cost = packer.cost(item)
-            if cost > room:
-                dropped.append((item, "oversize", cost))
-                overflow = True
-                continue
-            markers = _gaps(sorted([*indices, item[0]]), self._count) * self._marker_cost
-            if used + step + cost + markers > room:
-                dropped.append((item, "over_budget", cost))
-                overflow = True
-                break
-            kept.append(Part(packer.key(item), item, cost + step))
-            indices.append(item[0])
-            used += cost + step
-        if not kept:
-            return Fit((), 0, tuple(dropped), tuple(walk), overflow)
-        markers = _gaps(sorted(indices), self._count) * self._marker_cost
-        cost = used + markers + packer.framing
-        return Fit(tuple(kept), cost, tuple(dropped), tuple(walk), overflow)
+        return self.packer.pack(self.items, grant, overhead=self._markers)
+
+    def _markers(self, kept: list[Indexed]) -> int:
+        """Tokens of the gap markers a kept set of turns needs."""
+        return _gaps(sorted(index for index, _ in kept), self._count) * self._marker_cost
 
     def shrink(self, fit: Fit[Indexed]) -> Fit[Indexed] | None:
         smaller = self.packer.shrink(self._without_markers(fit))

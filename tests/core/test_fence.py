@@ -496,3 +496,16 @@ def test_fence_frame_wraps_blocks() -> None:
 
 def test_fence_frame_wraps_no_blocks() -> None:
     assert fence_frame("N").wrap([]) == "<retrieved_documents>\nN\n\n\n</retrieved_documents>"
+
+
+def test_invisible_table_matches_the_running_unicode_database() -> None:
+    from ctxbudget import _unicode
+
+    pattern = re.compile(f"[{_unicode.INVISIBLE_RANGES}]")
+    planes = [*range(0x20000), *range(0xE0000, 0xE0200)]
+    listed = {c for c in planes if pattern.match(chr(c))}
+    computed = set(_unicode.invisible_code_points())
+    if unicodedata.unidata_version == _unicode.UNICODE_VERSION:
+        assert listed == computed
+    else:  # a newer Python knows more marks; everything listed must still be one
+        assert listed <= computed
