@@ -193,6 +193,7 @@ class ContextAssembler:
             memory=memory,
         )
         allocated = allocate(list(claims.values()), self.budget.available)
+        _require_whole_strings(claims, allocated)
         fits = dict(allocated.fits)
         fits, sections, total, final_drops = self._render_within_budget(claims, fits)
         return self._result(claims, fits, sections, total, final_drops, allocated, pre_dropped)
@@ -421,6 +422,25 @@ def _items(name: str, values: object, kind: type[Any]) -> list[Any]:
                 f"build it with {kind.__name__}(...) or {kind.__name__}.model_validate(data)"
             )
     return list(values)
+
+
+def _require_whole_strings(claims: dict[Claimant, ListClaim[Any]], allocated: Allocated) -> None:
+    """A string claimant with a floor (examples, say) that did not fit whole is an error.
+
+    Strings are never cut, so for them a floor can only mean "required": dropping the
+    examples quietly because they outgrew their max would degrade every answer unseen.
+    """
+    for name, claim in claims.items():
+        a = claim.allocation
+        required = a.min > 0 and claim.packer.kind == "text" and bool(claim.items)
+        if required and not allocated.fits[name].parts:
+            raise ContextBudgetError(
+                name,
+                claim.content_cost(),
+                allocated.granted[name],
+                f"it is kept whole or not at all, and its min ({a.min}) makes it required; "
+                "raise its max (and the total) or shorten it",
+            )
 
 
 def _relevance(chunk: Chunk) -> float | None:

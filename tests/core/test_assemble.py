@@ -616,3 +616,35 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
 
     # Deterministic.
     assert assembler.assemble(**kwargs).text == result.text  # type: ignore[arg-type]
+
+
+# Strings are kept whole or not at all -------------------------------------------------------
+
+
+def _examples_budget(min_examples: int) -> Budget:
+    return Budget(
+        total=2_000,
+        allocations=[
+            Allocation("question", max=100, priority=0),
+            Allocation("examples", min=min_examples, max=60, priority=1),
+        ],
+    )
+
+
+def test_required_string_that_outgrew_its_max_raises() -> None:
+    assembler = ContextAssembler(tokenizer="o200k_base", budget=_examples_budget(50))
+    with pytest.raises(
+        ContextBudgetError, match=r"'examples' needs \d+ tokens but only 60 are left: it is kept"
+    ) as caught:
+        assembler.assemble(question="Why?", examples="example " * 200)
+    assert caught.value.claimant == "examples"
+    assert caught.value.needed > 60
+
+
+def test_optional_string_that_outgrew_its_max_is_dropped_and_reported() -> None:
+    assembler = ContextAssembler(tokenizer="o200k_base", budget=_examples_budget(0))
+    result = assembler.assemble(question="Why?", examples="example " * 200)
+    assert "<examples>" not in result.text
+    assert [(d.kind, d.id, d.reason) for d in result.report.dropped] == [
+        ("text", "examples", "oversize")
+    ]
