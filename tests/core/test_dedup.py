@@ -535,20 +535,26 @@ def test_assemble_near_duplicate_corpus_drops_copies_only(
 # --- laziness -----------------------------------------------------------------------------
 
 
+@pytest.fixture
+def shingled(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How often each text was shingled during the test."""
+    calls: Counter[str] = Counter()
+    real = ctxbudget.dedup.shingles
+
+    def spy(text: str, size: int = 5) -> frozenset[tuple[str, ...]]:
+        calls[text] += 1
+        return real(text, size)
+
+    monkeypatch.setattr(ctxbudget.dedup, "shingles", spy)
+    return calls
+
+
 def test_assemble_dedup_never_shingles_past_the_stopping_point(
-    o200k: TiktokenTokenizer, monkeypatch: pytest.MonkeyPatch
+    o200k: TiktokenTokenizer, shingled: Counter[str]
 ) -> None:
     chunks = [chunk(f"c{i}", words(f"c{i}w", 50), score=1 - i / 100) for i in range(20)]
     two = assembler(o200k).assemble(question="Q?", chunks=chunks[:2]).report.sizes["retrieved"]
     three = assembler(o200k).assemble(question="Q?", chunks=chunks[:3]).report.sizes["retrieved"]
-    shingled: Counter[str] = Counter()
-    real = ctxbudget.dedup.shingles
-
-    def spy(text: str, size: int = 5) -> frozenset[int]:
-        shingled[text] += 1
-        return real(text, size)
-
-    monkeypatch.setattr(ctxbudget.dedup, "shingles", spy)
 
     result = assembler(o200k, retrieved_max=(two + three) // 2).assemble(
         question="Q?", chunks=chunks
@@ -560,17 +566,9 @@ def test_assemble_dedup_never_shingles_past_the_stopping_point(
 
 
 def test_assemble_dedup_shingles_each_candidate_once(
-    o200k: TiktokenTokenizer, monkeypatch: pytest.MonkeyPatch
+    o200k: TiktokenTokenizer, shingled: Counter[str]
 ) -> None:
     chunks = [chunk(f"c{i}", words(f"c{i}w", 50), score=1 - i / 100) for i in range(8)]
-    shingled: Counter[str] = Counter()
-    real = ctxbudget.dedup.shingles
-
-    def spy(text: str, size: int = 5) -> frozenset[int]:
-        shingled[text] += 1
-        return real(text, size)
-
-    monkeypatch.setattr(ctxbudget.dedup, "shingles", spy)
 
     assembler(o200k).assemble(question="Q?", chunks=chunks)
 
