@@ -93,9 +93,12 @@ class RetrievedClaim(ListClaim[Chunk]):
             return counter.count(render_source(widest, chunk, content, upper))
 
         def bound(chunk: Chunk) -> int:
-            if chunk.tokens is not None:
+            # Neutralising can shorten the text (hidden tag characters go), so an
+            # ingest count bounds it only while the text is untouched.
+            content = self.content(chunk)
+            if chunk.tokens is not None and content is chunk.content:
                 return chunk.tokens
-            return counter.lower_bound(chunk.content)
+            return counter.lower_bound(content)
 
         super().__init__(
             allocation,

@@ -648,3 +648,15 @@ def test_optional_string_that_outgrew_its_max_is_dropped_and_reported() -> None:
     assert [(d.kind, d.id, d.reason) for d in result.report.dropped] == [
         ("text", "examples", "oversize")
     ]
+
+
+def test_ingest_count_is_not_trusted_once_neutralising_changed_the_text(
+    assembler: ContextAssembler,
+) -> None:
+    # 3,000 hidden tag characters count as thousands of tokens at ingest but are
+    # removed before the text enters the fence: what is left is tiny and fits.
+    hidden = "\U000e0041" * 3_000
+    smuggled = Chunk(id="s", content=f"visible words {hidden}", tokens=9_000)
+    result = assembler.assemble(question="Why?", chunks=[smuggled])
+    assert [s.chunk.id for s in result.sources] == ["s"]
+    assert "\U000e0041" not in result.text
