@@ -47,7 +47,6 @@ class ListClaim(Generic[T]):
         self.frame = frame
         self._text = text
         self._display = display
-        self._counter = counter
         self.packer: Packer[T] = Packer(
             claimant=allocation.name,
             kind=kind,

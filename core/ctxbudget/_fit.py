@@ -10,7 +10,7 @@ prefix, never a later, smaller item in place of a better one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from ctxbudget.budget import Claimant
@@ -125,18 +125,6 @@ class Packer(Generic[T]):
         drop: tuple[T, DropReason, int | None] = (last.item, "over_budget", last.cost)
         cost = fit.cost - last.cost if rest else 0
         return Fit(tuple(rest), cost, (*fit.dropped, drop), fit.unreached, True)
-
-    def relabel(self, fit: Fit[T], grant: int) -> Fit[T]:
-        """`fit`, packed into less than `grant` (to leave room for something else), with
-        "oversize" kept only for items larger than all of `grant`; the rest were over budget."""
-        room = grant - self.framing
-        dropped: list[tuple[T, DropReason, int | None]] = []
-        for item, reason, tokens in fit.dropped:
-            size = tokens if tokens is not None else self.bound(item)
-            dropped.append(
-                (item, "over_budget" if reason == "oversize" and size <= room else reason, tokens)
-            )
-        return replace(fit, dropped=tuple(dropped))
 
     def drops(self, fit: Fit[T]) -> list[Dropped]:
         """The report records for everything `fit` left out."""

@@ -212,7 +212,7 @@ class ContextAssembler:
     ) -> dict[Claimant, ListClaim[Any]]:
         claims: dict[Claimant, ListClaim[Any]] = {}
         counter = self.counter
-        for allocation in self.budget.allocations:
+        for allocation in self.budget.by_priority():
             name = allocation.name
             if name == "retrieved":
                 claims[name] = RetrievedClaim(

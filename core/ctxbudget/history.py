@@ -43,6 +43,10 @@ def _gaps(indices: list[int], count: int) -> int:
     return gaps + (expected < count)
 
 
+def _turns(fit: Fit[Indexed]) -> list[Indexed]:
+    return [part.item for part in fit.parts]
+
+
 def _turn_key(indexed: Indexed) -> str:
     index, turn = indexed
     return turn.id if turn.id is not None else f"history[{index}]"
@@ -92,8 +96,12 @@ class HistoryClaim(ListClaim[Indexed]):
         return _gaps(sorted(index for index, _ in kept), self._count) * self._marker_cost
 
     def shrink(self, fit: Fit[Indexed]) -> Fit[Indexed] | None:
-        smaller = self.packer.shrink(self._without_markers(fit))
-        return None if smaller is None else self._with_markers(smaller)
+        smaller = self.packer.shrink(fit)
+        if smaller is None or not smaller.parts:
+            return smaller
+        # Dropping a turn can open, widen or close a gap: re-price the markers.
+        change = self._markers(_turns(smaller)) - self._markers(_turns(fit))
+        return replace(smaller, cost=smaller.cost + change)
 
     def render(self, fit: Fit[Indexed]) -> str:
         if not fit.parts:
@@ -131,16 +139,3 @@ class HistoryClaim(ListClaim[Indexed]):
         if steps and expected < self._count:
             steps.append((expected, self._count, None))
         return steps
-
-    def _gaps(self, fit: Fit[Indexed]) -> int:
-        return _gaps(sorted(p.item[0] for p in fit.parts), self._count)
-
-    def _with_markers(self, fit: Fit[Indexed]) -> Fit[Indexed]:
-        if not fit.parts:
-            return fit
-        return replace(fit, cost=fit.cost + self._gaps(fit) * self._marker_cost)
-
-    def _without_markers(self, fit: Fit[Indexed]) -> Fit[Indexed]:
-        if not fit.parts:
-            return fit
-        return replace(fit, cost=fit.cost - self._gaps(fit) * self._marker_cost)

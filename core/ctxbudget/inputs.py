@@ -120,14 +120,6 @@ class Chunk(BaseModel):
             data["document_id"] = data["id"]
         return data
 
-    @property
-    def rank_key(self) -> tuple[float, float]:
-        """Sort key, best first when sorted descending: rerank score, then retriever score."""
-        return (
-            -math.inf if self.rerank_score is None else self.rerank_score,
-            -math.inf if self.score is None else self.score,
-        )
-
     def __repr__(self) -> str:
         return f"Chunk(id={self.id!r}, document_id={self.document_id!r}, {len(self.content)} chars)"
 

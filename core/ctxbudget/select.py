@@ -177,18 +177,21 @@ class RetrievedClaim(ListClaim[Chunk]):
             if cost + self.packer.framing > self.settings.escalation.max_share * grant:
                 continue
             others = [c for c in self.items if c.document_id != document_id]
+            # The document is a fixed overhead of the rest's packing: the others fit
+            # around it, and "oversize" still means larger than the whole grant.
             rest = self.packer.pack(
-                others, grant - cost - separator, reject=self._rejecting_beside(document)
+                others,
+                grant,
+                reject=self._rejecting_beside(document),
+                overhead=_constant(cost + separator),
             )
-            rest = self.packer.relabel(rest, grant)
             pinned = Part(document.id, document, cost)
             if not rest.parts:
                 total = cost + self.packer.framing
                 return Fit((pinned,), total, rest.dropped, rest.unreached, rest.overflow)
             first, *more = rest.parts
             parts = (pinned, replace(first, cost=first.cost + separator), *more)
-            total = rest.cost + cost + separator
-            return Fit(parts, total, rest.dropped, rest.unreached, rest.overflow)
+            return Fit(parts, rest.cost, rest.dropped, rest.unreached, rest.overflow)
         return None
 
     def _load(self, document_id: str) -> Chunk | None:
@@ -254,3 +257,12 @@ class RetrievedClaim(ListClaim[Chunk]):
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:
         return [*self.packer.drops(fit), *self._denied.values()]
+
+
+def _constant(tokens: int) -> Callable[[list[Chunk]], int]:
+    """An overhead that does not depend on what else is kept."""
+
+    def overhead(_: list[Chunk]) -> int:
+        return tokens
+
+    return overhead

@@ -660,3 +660,14 @@ def test_ingest_count_is_not_trusted_once_neutralising_changed_the_text(
     result = assembler.assemble(question="Why?", chunks=[smuggled])
     assert [s.chunk.id for s in result.sources] == ["s"]
     assert "\U000e0041" not in result.text
+
+
+def test_final_string_is_counted_exactly_once() -> None:
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return fake_count(text)
+
+    result = full(ContextAssembler(tokenizer=CallableTokenizer(count, name="spy")))
+    assert seen.count(result.text) == 1
