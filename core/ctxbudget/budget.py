@@ -87,6 +87,17 @@ class Allocation(BaseModel):
             )
         return self
 
+    @property
+    def required(self) -> bool:
+        """Whether the claimant may not be left out: priority 0, or a floor above 0."""
+        return self.priority == 0 or self.min > 0
+
+    def floor(self, content: int) -> int:
+        """The tokens this claimant must keep of `content` tokens, on estimates and on the
+        final string alike: all of it at priority 0, else up to `min` (a floor guards
+        space, not content)."""
+        return content if self.priority == 0 else min(content, self.min)
+
     def __repr__(self) -> str:
         return (
             f"Allocation({self.name!r}, min={self.min}, max={self.max}, priority={self.priority})"
