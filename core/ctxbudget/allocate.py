@@ -40,6 +40,8 @@ class Allocated:
     """The fits and grants of every claimant, and who squeezed retrieval."""
 
     fits: dict[Claimant, Fit[Any]]
+    floors: dict[Claimant, int]
+    """What pass 1 reserved per claimant: no later step may shrink it below this."""
     granted: dict[Claimant, int]
     squeezed: dict[Claimant, bool]
     """Per claimant: it wanted more than it got, because of others (not its own max)."""
@@ -64,7 +66,7 @@ def allocate(claims: Sequence[Claim], available: int) -> Allocated:
                 raise _never_trimmed_error(claim, left, floors)
             fits[a.name] = fit
             floor = fit.cost
-        elif a.min == 0:
+        elif not a.required:
             floor = 0
         else:
             probe = claim.fit(a.min)
@@ -111,7 +113,7 @@ def allocate(claims: Sequence[Claim], available: int) -> Allocated:
         if squeezed[a.name]:
             holders[a.name] = held
         left = room - fit.cost
-    return Allocated(fits, granted, squeezed, holders)
+    return Allocated(fits, floors, granted, squeezed, holders)
 
 
 def _cap(allocation: Allocation, room: int) -> int:

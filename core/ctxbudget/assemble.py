@@ -194,8 +194,7 @@ class ContextAssembler:
         )
         allocated = allocate(list(claims.values()), self.budget.available)
         _require_whole_strings(claims, allocated)
-        fits = dict(allocated.fits)
-        fits, sections, total, final_drops = self._render_within_budget(claims, fits)
+        fits, sections, total, final_drops = self._render_within_budget(claims, allocated)
         return self._result(claims, fits, sections, total, final_drops, allocated, pre_dropped)
 
     def _claims(
@@ -265,15 +264,18 @@ class ContextAssembler:
         return dropped, rank(usable)
 
     def _render_within_budget(
-        self, claims: dict[Claimant, ListClaim[Any]], fits: dict[Claimant, Fit[Any]]
+        self, claims: dict[Claimant, ListClaim[Any]], allocated: Allocated
     ) -> tuple[dict[Claimant, Fit[Any]], dict[Claimant, str], int, int]:
         """Render, count the final string exactly, and drop items until it is within budget.
 
         Estimates add up per-part counts; BPE can merge differently across joins, so
         the exact count of the final string is what is checked. When it is over, the
-        least preferred item of the lowest-priority claimant goes, and we count again.
+        least preferred item of the lowest-priority claimant that stays at or above its
+        floor goes, and we count again. Floors hold here too: when no claimant can
+        give up an item without falling below its floor, the request fails.
         """
         limit = self.budget.available
+        fits = dict(allocated.fits)
         drops = 0
         shrink_order = sorted(
             (c for c in claims.values() if c.allocation.priority > 0),
@@ -286,21 +288,20 @@ class ContextAssembler:
             total = self.counter.count(text)
             if total <= limit:
                 return fits, sections, total, drops
+            blocked: ListClaim[Any] | None = None
             for claim in shrink_order:
-                smaller = claim.shrink(fits[claim.allocation.name])
-                if smaller is not None:
-                    fits[claim.allocation.name] = smaller
-                    drops += 1
-                    break
+                name = claim.allocation.name
+                smaller = claim.shrink(fits[name])
+                if smaller is None:
+                    continue
+                if smaller.cost < allocated.floors[name]:
+                    blocked = blocked or claim
+                    continue
+                fits[name] = smaller
+                drops += 1
+                break
             else:
-                fixed = "+".join(c for c in claims if claims[c].allocation.priority == 0)
-                raise ContextBudgetError(
-                    fixed,
-                    total,
-                    limit,
-                    "the never-trimmed parts alone exceed the budget once joined; raise the "
-                    "budget total or shorten them",
-                )
+                raise _over_after_join(claims, fits, blocked, total, limit)
 
     def _result(
         self,
@@ -425,14 +426,14 @@ def _items(name: str, values: object, kind: type[Any]) -> list[Any]:
 
 
 def _require_whole_strings(claims: dict[Claimant, ListClaim[Any]], allocated: Allocated) -> None:
-    """A string claimant with a floor (examples, say) that did not fit whole is an error.
+    """A required string claimant (examples with a min, say) that did not fit whole is an error.
 
     Strings are never cut, so for them a floor can only mean "required": dropping the
     examples quietly because they outgrew their max would degrade every answer unseen.
     """
     for name, claim in claims.items():
         a = claim.allocation
-        required = a.min > 0 and claim.packer.kind == "text" and bool(claim.items)
+        required = a.required and claim.packer.kind == "text" and bool(claim.items)
         if required and not allocated.fits[name].parts:
             raise ContextBudgetError(
                 name,
@@ -441,6 +442,36 @@ def _require_whole_strings(claims: dict[Claimant, ListClaim[Any]], allocated: Al
                 f"it is kept whole or not at all, and its min ({a.min}) makes it required; "
                 "raise its max (and the total) or shorten it",
             )
+
+
+def _over_after_join(
+    claims: dict[Claimant, ListClaim[Any]],
+    fits: dict[Claimant, Fit[Any]],
+    blocked: ListClaim[Any] | None,
+    total: int,
+    limit: int,
+) -> ContextBudgetError:
+    """The error when the exact count is over and nothing above a floor is left to drop."""
+    over = total - limit
+    if blocked is not None:
+        a = blocked.allocation
+        held = fits[a.name].cost
+        return ContextBudgetError(
+            a.name,
+            held,
+            max(held - over, 0),
+            f"the exact count of the joined prompt ({total:,}) is {over:,} over the budget, and "
+            f"{a.name} cannot give up another item without falling below its floor "
+            f"(min={a.min}); lower its min, raise the budget total, or shorten the other parts",
+        )
+    fixed = "+".join(c for c in claims if claims[c].allocation.priority == 0)
+    return ContextBudgetError(
+        fixed,
+        total,
+        limit,
+        "the never-trimmed parts alone exceed the budget once joined; raise the budget total "
+        "or shorten them",
+    )
 
 
 def _relevance(chunk: Chunk) -> float | None:

@@ -671,3 +671,41 @@ def test_final_string_is_counted_exactly_once() -> None:
 
     result = full(ContextAssembler(tokenizer=CallableTokenizer(count, name="spy")))
     assert seen.count(result.text) == 1
+
+
+# Floors hold on the final string ------------------------------------------------------------
+
+# Counting a quarter token per character (rounded down) makes a join cost more than its
+# parts: the estimate fits, the exact count of the joined prompt does not.
+_QUARTER = CallableTokenizer(lambda text: len(text) // 4, name="quarter")
+
+
+def _join_budget(min_examples: int) -> Budget:
+    return Budget(
+        total=13,
+        allocations=[
+            Allocation("question", max=100, priority=0),
+            Allocation("examples", min=min_examples, max=100, priority=1),
+        ],
+    )
+
+
+def test_final_check_drops_an_optional_item_when_the_join_costs_more() -> None:
+    assembler = ContextAssembler(tokenizer=_QUARTER, budget=_join_budget(0))
+    result = assembler.assemble(question="qqqq", examples="e" * 20)
+    assert result.report.final_check_drops == 1
+    assert [(d.id, d.reason) for d in result.report.dropped] == [("examples", "over_budget")]
+    assert _QUARTER.count(result.text) == result.report.total <= 13
+
+
+def test_final_check_never_drops_a_required_item_below_its_floor() -> None:
+    assembler = ContextAssembler(tokenizer=_QUARTER, budget=_join_budget(5))
+    with pytest.raises(
+        ContextBudgetError,
+        match=r"'examples' needs \d+ tokens but only \d+ are left: the exact count of the joined "
+        r"prompt \(14\) is 1 over the budget, and examples cannot give up another item without "
+        r"falling below its floor \(min=5\)",
+    ) as caught:
+        assembler.assemble(question="qqqq", examples="e" * 20)
+    assert caught.value.claimant == "examples"
+    assert caught.value.needed > caught.value.left
