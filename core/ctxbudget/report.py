@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget.budget import Claimant
 
@@ -22,19 +22,42 @@ ItemKind = Literal["chunk", "document", "turn", "tool", "text"]
 
 
 class Dropped(BaseModel):
-    """One item left out of the prompt. Carries ids, never content."""
+    """One item left out of the prompt. Carries ids, never content.
+
+    `tokens` is None for most records: the assembler never tokenizes an item it can
+    rule out without doing so (README "Speed").
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    claimant: Claimant
-    kind: ItemKind
-    id: str
-    reason: DropReason
-    tokens: int | None = None
-    """Its cost when it was counted; None when it was ruled out without tokenizing."""
+    claimant: Claimant = Field(description="The section the item was for, e.g. 'retrieved'.")
+    kind: ItemKind = Field(
+        description="What the item is: a chunk, a whole document (escalation), a history "
+        "turn, a tool, or a claimant's whole text (examples, memory)."
+    )
+    id: str = Field(
+        description="The item's id: Chunk.id, the document id, Turn.id (else 'history[i]'), "
+        "Tool.name, or the claimant name for a text."
+    )
+    reason: DropReason = Field(
+        description="Why it was left out: forbidden (the principal may not see it), "
+        "below_floor (under min_relevance), duplicate (near-copy of a better-ranked kept "
+        "chunk), empty (no text), oversize (larger than all the space its claimant got), "
+        "over_budget (did not fit in what was left)."
+    )
+    tokens: int | None = Field(
+        default=None,
+        description="The item's token cost, when it was counted. None when it was ruled out "
+        "without tokenizing, which is most drops: forbidden, empty and below_floor chunks go "
+        "before anything counts them; duplicates are found by comparing word shingles (or "
+        "embeddings); an item whose cheap lower bound (bytes / longest token) already exceeds "
+        "the space is oversize or over_budget uncounted; and once one item does not fit, "
+        "every later one is over_budget unseen. Counting them would cost more than "
+        "assembling the prompt.",
+    )
 
     @classmethod
-    def trusted(
+    def _unvalidated(
         cls,
         claimant: Claimant,
         kind: ItemKind,
@@ -45,44 +68,75 @@ class Dropped(BaseModel):
         """A record built from values the library produced itself, skipping validation.
 
         A request can drop thousands of candidates; validating each record would cost
-        more than selecting them.
+        more than selecting them. Internal: users build records with ``Dropped(...)``.
         """
         return cls.model_construct(
             claimant=claimant, kind=kind, id=id, reason=reason, tokens=tokens
         )
 
+    trusted = _unvalidated
+    """Temporary alias of `_unvalidated` until its callers are renamed; to be removed."""
+
 
 class Report(BaseModel):
-    """Every decision of one assembly; also logged as one structured record."""
+    """Every decision of one assembly; also logged as one structured record.
+
+    `sizes` is what each claimant's section costs in the prompt; `granted` is the most it
+    could have used when allocation served it. Grants are ceilings handed out in
+    priority order, and space a claimant leaves unused passes to the next, so grants
+    overlap and their sum can exceed `budget`, while `sizes` add up to what the prompt holds.
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    budget: int
-    """Tokens the prompt may use (total - reserve_output)."""
-    total: int
-    """Exact token count of the final prompt text."""
-    unused: int
-    """budget - total."""
-    sizes: dict[Claimant, int]
-    """Tokens per claimant section (framing and a section separator included), added up
-    from per-item counts; `total` is the exact count of the whole text, usually a few
-    tokens less than their sum."""
-    granted: dict[Claimant, int]
-    """Tokens each claimant was allowed to fill."""
-    trimmed: tuple[Claimant, ...]
-    """Claimants that got less than their content, by their cap or by others' claims."""
-    dropped: tuple[Dropped, ...]
-    retrieval_trimmed: bool
-    """Retrieval got less than it wanted (content capped at max) because others took the space."""
-    squeezed_by: dict[Claimant, int]
-    """When retrieval_trimmed: the claimants holding space retrieval wanted, and how much."""
-    escalated: str | None
-    """The document sent whole in place of its chunks, if any."""
-    prefix_tokens: int
-    """Tokens in the stable, cacheable prefix (system, examples, tools)."""
-    prefix_hash: str
-    """sha256 of the prefix text; equal across requests means the provider cache can hit."""
-    prefix_warnings: tuple[str, ...]
-    """Things in the prefix that look like they change per request (they defeat the cache)."""
-    final_check_drops: int
-    """Items dropped because the exact count of the final text came out over the estimate."""
+    budget: int = Field(
+        description="Tokens the prompt may use: Budget.total - Budget.reserve_output."
+    )
+    total: int = Field(description="Exact token count of the final prompt text.")
+    unused: int = Field(description="budget - total: tokens the prompt could still have used.")
+    sizes: dict[Claimant, int] = Field(
+        description="Tokens each claimant's section takes in the prompt (framing and a section "
+        "separator included; 0 when it holds nothing), added up from per-item counts. "
+        "`total` is the exact count of the whole text, usually a few tokens less than the sum."
+    )
+    granted: dict[Claimant, int] = Field(
+        description="The most tokens each claimant could have used when allocation served it "
+        "(a ceiling, not a share): for priority 0, all of its content; for the others, its "
+        "floor plus the space still unclaimed at its turn in priority order, capped at its "
+        "max. Space a claimant leaves unused passes on to the next, so grants overlap and can "
+        "sum to more than `budget`. Below its grant, a claimant either ran out of content or "
+        "its next whole item did not fit in the rest."
+    )
+    trimmed: tuple[Claimant, ...] = Field(
+        description="Claimants that got less than their content, by their max or by others' claims."
+    )
+    dropped: tuple[Dropped, ...] = Field(
+        description="Every item left out, with its claimant, id and reason; ids only, never "
+        "content."
+    )
+    retrieval_trimmed: bool = Field(
+        description="Retrieval got less than it wanted (its content, capped at its max) "
+        "because other claimants took the space."
+    )
+    squeezed_by: dict[Claimant, int] = Field(
+        description="When retrieval_trimmed: the claimants holding space retrieval wanted, "
+        "and how many tokens each held."
+    )
+    escalated: str | None = Field(
+        description="The id of the document sent whole in place of its chunks, if any."
+    )
+    prefix_tokens: int = Field(
+        description="Tokens in the stable, cacheable prefix (system, examples, tools)."
+    )
+    prefix_hash: str = Field(
+        description="sha256 of the prefix text; equal across requests means the provider's "
+        "prompt cache can hit."
+    )
+    prefix_warnings: tuple[str, ...] = Field(
+        description="Things in the prefix that look like they change per request (a date, a "
+        "time, a UUID): they defeat the cache."
+    )
+    final_check_drops: int = Field(
+        description="Items dropped because the exact count of the final text came out over "
+        "the per-item estimate."
+    )

@@ -1,25 +1,52 @@
-"""The assembled prompt: as one string, as chat messages, with its sources and report."""
+"""The assembled prompt: as one string, as chat messages, with its sources and report.
+
+`Assembled.messages()` shapes the same prompt for a chat API (README "The result"):
+``style="openai"`` for Chat Completions, ``style="anthropic"`` for the Messages API,
+and the default ``"generic"`` shape kept from earlier releases.
+"""
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Final, Literal, NotRequired, TypedDict, overload
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget.citations import CitationCheck, check_citations
+from ctxbudget.errors import InputError
+from ctxbudget.history import ROLE_LABELS
 from ctxbudget.inputs import Chunk, Role, Tool
 from ctxbudget.layout import SECTION_SEPARATOR
 from ctxbudget.report import Report
 
-__all__ = ["Assembled", "CacheControl", "Message", "Source", "TextBlock"]
+__all__ = [
+    "CONVERSATION_START",
+    "AnthropicMessage",
+    "AnthropicPrompt",
+    "Assembled",
+    "CacheControl",
+    "Message",
+    "MessageStyle",
+    "OpenAIMessage",
+    "Source",
+    "TextBlock",
+]
+
+MessageStyle = Literal["generic", "openai", "anthropic"]
+"""Which chat API `Assembled.messages` shapes its output for."""
+
+CONVERSATION_START: Final = "[conversation start]"
+"""The user note put before a history that opens with an assistant turn, in the Anthropic
+style: the Messages API wants the first message from the user."""
 
 
 class CacheControl(TypedDict):
+    """Anthropic's prompt-cache breakpoint."""
+
     type: Literal["ephemeral"]
 
 
 class TextBlock(TypedDict):
-    """A content block; `cache_control` marks the end of the cacheable prefix."""
+    """A text content block; `cache_control` marks the end of the cacheable prefix."""
 
     type: Literal["text"]
     text: str
@@ -27,10 +54,42 @@ class TextBlock(TypedDict):
 
 
 class Message(TypedDict):
-    """A chat message in the shape OpenAI's and Anthropic's APIs both accept."""
+    """A chat message in the generic style: history roles as given, the prefix as a
+    system message of text blocks whose last block carries Anthropic's ``cache_control``.
+
+    Neither SDK accepts it verbatim when the history holds a ``tool`` turn, and OpenAI
+    does not define ``cache_control``; use ``style="openai"`` or ``style="anthropic"``
+    to call a provider's SDK directly.
+    """
 
     role: Role
     content: str | list[TextBlock]
+
+
+class OpenAIMessage(TypedDict):
+    """A message for OpenAI Chat Completions (``client.chat.completions.create``)."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class AnthropicMessage(TypedDict):
+    """A message for Anthropic's Messages API; roles alternate, starting with the user."""
+
+    role: Literal["user", "assistant"]
+    content: list[TextBlock]
+
+
+class AnthropicPrompt(TypedDict):
+    """The ``system`` and ``messages`` arguments of Anthropic's ``client.messages.create``.
+
+    >>> client.messages.create(**result.messages(style="anthropic"),  # doctest: +SKIP
+    ...                        model="claude-sonnet-4-5", max_tokens=1024)
+    """
+
+    system: NotRequired[list[TextBlock]]
+    """The cacheable prefix; absent when there is none. Its last block is the breakpoint."""
+    messages: list[AnthropicMessage]
 
 
 class Source(BaseModel):
@@ -38,13 +97,17 @@ class Source(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    n: int
-    chunk: Chunk
-    """The chunk shown as [n]; for an escalated document, the whole document."""
-    document: bool = False
-    """True when [n] is a whole document sent in place of its chunks."""
-    covers: tuple[str, ...] = ()
-    """For an escalated document: the ids of the retrieved chunks it contains."""
+    n: int = Field(description="The number the prompt shows, as [n]; 1 for the first source.")
+    chunk: Chunk = Field(
+        description="The chunk shown as [n]; for an escalated document, the whole document."
+    )
+    document: bool = Field(
+        default=False, description="True when [n] is a whole document sent in place of its chunks."
+    )
+    covers: tuple[str, ...] = Field(
+        default=(),
+        description="For an escalated document: the ids of the retrieved chunks it contains.",
+    )
 
     def __repr__(self) -> str:
         kind = ", document" if self.document else ""
@@ -56,35 +119,116 @@ class Assembled(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    text: str
-    """The whole prompt as one string; its exact token count is `report.total`."""
-    prefix: tuple[str, ...]
-    """The stable sections (system, examples, tools), in order; the cacheable prefix."""
-    history: tuple[tuple[Role, str], ...]
-    """Kept conversation turns as (role, content), gap markers included."""
-    tail: str
-    """Everything after the history: memory, the fenced sources, and the question."""
-    sources: tuple[Source, ...]
-    tools: tuple[Tool, ...]
-    """The tools that were kept, to pass to the provider's tools parameter as well."""
-    report: Report
+    text: str = Field(
+        description="The whole prompt as one string; its exact token count is report.total."
+    )
+    prefix: tuple[str, ...] = Field(
+        description="The stable sections (system, examples, tools), in order: the cacheable "
+        "prefix, as it starts `text`."
+    )
+    history: tuple[tuple[Role, str], ...] = Field(
+        description="Kept conversation turns as (role, content), in order; a gap marker such "
+        "as ('user', '[… 3 messages omitted …]') stands where turns were left out."
+    )
+    tail: str = Field(
+        description="Everything after the history: memory, the fenced sources and the "
+        "question. The last chat message carries it."
+    )
+    sources: tuple[Source, ...] = Field(
+        description="What each [n] in the prompt refers to, in prompt order."
+    )
+    tools: tuple[Tool, ...] = Field(
+        description="The tools that were kept, to pass to the provider's tools parameter too."
+    )
+    report: Report = Field(description="Every decision of this assembly: sizes, drops, prefix.")
 
-    def messages(self) -> list[Message]:
-        """The prompt as chat messages: the prefix as a system message whose last block
-        carries Anthropic's ``cache_control`` breakpoint, then the history, then one user
-        message with the rest.
+    @overload
+    def messages(self, *, style: Literal["generic"] = ...) -> list[Message]: ...
+    @overload
+    def messages(self, *, style: Literal["openai"]) -> list[OpenAIMessage]: ...
+    @overload
+    def messages(self, *, style: Literal["anthropic"]) -> AnthropicPrompt: ...
+    @overload
+    def messages(
+        self, *, style: MessageStyle
+    ) -> list[Message] | list[OpenAIMessage] | AnthropicPrompt: ...
 
-        The budget is guaranteed on `text`; providers add a few tokens of overhead per
-        message on top of the content.
+    def messages(
+        self, *, style: MessageStyle = "generic"
+    ) -> list[Message] | list[OpenAIMessage] | AnthropicPrompt:
+        """The prompt as chat messages: the cacheable prefix first, the history, then one
+        user message ending with `tail` (memory, sources, question).
+
+        - ``"openai"``: a list for ``client.chat.completions.create(messages=...)``. The
+          prefix is one system message (a string; OpenAI caches prefixes on its own).
+          History ``system`` and ``tool`` turns become user messages labelled
+          ``System:`` / ``Tool:`` (a tool message needs a ``tool_call_id`` the history
+          does not have).
+        - ``"anthropic"``: ``{"system": [...], "messages": [...]}`` for
+          ``client.messages.create(**...)``. The prefix is the system blocks, the last
+          one marked with ``cache_control``. Messages alternate user/assistant and start
+          with the user: consecutive same-role turns (gap markers, labelled
+          ``System:``/``Tool:`` turns, the tail) merge into one message of several text
+          blocks; blank user and assistant turns are left out (the API rejects empty
+          text blocks); a history that opens with the assistant gets
+          `CONVERSATION_START` before it.
+        - ``"generic"`` (default): the prefix as a system message of text blocks with the
+          ``cache_control`` breakpoint, history roles as given, gap markers as user
+          messages; the shape of earlier releases, accepted by neither SDK verbatim.
+
+        The budget is guaranteed on `text`; providers add a few tokens per message.
         """
+        if style == "generic":
+            return self._generic()
+        if style == "openai":
+            return self._openai()
+        if style == "anthropic":
+            return self._anthropic()
+        raise InputError(
+            f"style must be 'generic', 'openai' or 'anthropic', but got {style!r}; pick the "
+            "style of the SDK you pass the messages to"
+        )
+
+    def _system_blocks(self) -> list[TextBlock]:
+        blocks: list[TextBlock] = [{"type": "text", "text": t} for t in self.prefix]
+        blocks[-1]["cache_control"] = {"type": "ephemeral"}
+        return blocks
+
+    def _generic(self) -> list[Message]:
         out: list[Message] = []
         if self.prefix:
-            blocks: list[TextBlock] = [{"type": "text", "text": t} for t in self.prefix]
-            blocks[-1]["cache_control"] = {"type": "ephemeral"}
-            out.append({"role": "system", "content": blocks})
+            out.append({"role": "system", "content": self._system_blocks()})
         out.extend({"role": role, "content": content} for role, content in self.history)
         out.append({"role": "user", "content": self.tail})
         return out
+
+    def _openai(self) -> list[OpenAIMessage]:
+        out: list[OpenAIMessage] = []
+        if self.prefix:
+            out.append({"role": "system", "content": self.prefix_text})
+        for role, content in self.history:
+            speaker, text = _user_or_assistant(role, content)
+            out.append({"role": speaker, "content": text})
+        out.append({"role": "user", "content": self.tail})
+        return out
+
+    def _anthropic(self) -> AnthropicPrompt:
+        turns = [_user_or_assistant(role, content) for role, content in self.history]
+        turns = [turn for turn in turns if turn[1].strip()]
+        if turns and turns[0][0] == "assistant":
+            turns.insert(0, ("user", CONVERSATION_START))
+        turns.append(("user", self.tail))
+        messages: list[AnthropicMessage] = []
+        for speaker, text in turns:
+            block: TextBlock = {"type": "text", "text": text}
+            if messages and messages[-1]["role"] == speaker:
+                messages[-1]["content"].append(block)
+            else:
+                messages.append({"role": speaker, "content": [block]})
+        prompt: AnthropicPrompt = {"messages": messages}
+        if self.prefix:
+            prompt["system"] = self._system_blocks()
+        return prompt
 
     def check_citations(self, answer: str) -> CitationCheck:
         """Citations in `answer` that point nowhere, and sources it never cites."""
@@ -94,3 +238,15 @@ class Assembled(BaseModel):
     def prefix_text(self) -> str:
         """The cacheable prefix as it stands at the start of `text`."""
         return SECTION_SEPARATOR.join(self.prefix)
+
+
+def _user_or_assistant(role: Role, content: str) -> tuple[Literal["user", "assistant"], str]:
+    """A history turn under a role every chat API accepts anywhere in a conversation.
+
+    System and tool turns become user text labelled as in the prompt text (``Tool: …``):
+    a tool message needs a tool call id the history does not carry, and a system message
+    mid-conversation is not accepted everywhere.
+    """
+    if role in ("user", "assistant"):
+        return role, content
+    return "user", f"{ROLE_LABELS[role]}: {content}"
