@@ -1,32 +1,42 @@
 """The retrieved claimant: whole chunks by rank until the allocation is full, then arranged.
 
 Candidates arrive permitted, above the relevance floor, and ranked. The walk is
-lazy: a candidate is deduplicated against what is already kept, bounded without
-tokenizing when it cannot fit, and neutralised and counted only when it might.
-What is kept is decided by rank; `order.arrange` only decides where it stands.
+lazy: a candidate is deduplicated against what is already kept, bounded from its
+raw text (neither neutralised nor tokenized) when it cannot fit, and neutralised
+and counted only when it might. What is kept is decided by rank; `order.arrange`
+only decides where it stands.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Final
 
 from ctxbudget._claims import ListClaim
-from ctxbudget._fit import Fit, Part
+from ctxbudget._fit import Fit, Packer, Part
 from ctxbudget.budget import Allocation
 from ctxbudget.conflicts import ConflictPolicy, conflict_instruction, dates_differ
 from ctxbudget.dedup import Dedup, Deduplicator
-from ctxbudget.escalate import DocumentLoader, Escalation, document_permitted
+from ctxbudget.escalate import (
+    DocumentLoader,
+    Escalation,
+    SectionLoader,
+    as_document,
+    document_permitted,
+    load_sections,
+)
 from ctxbudget.fence import datamark, fence_frame, fence_notice, neutralise
 from ctxbudget.inputs import Chunk, Principal
 from ctxbudget.order import Order, arrange
 from ctxbudget.permit import AccessPolicy
 from ctxbudget.render import RenderOptions, render_source
 from ctxbudget.report import Dropped, DropReason
-from ctxbudget.tokens import TokenCounter
+from ctxbudget.tokens import BoundedTokenizer, TokenCounter
 
-__all__ = ["RetrievedClaim", "SourceSettings", "rank"]
+__all__ = ["RetrievedClaim", "SourceSettings", "rank", "surviving_bytes"]
 
 
 def rank(chunks: Sequence[Chunk]) -> list[Chunk]:
@@ -58,10 +68,45 @@ class SourceSettings:
     datamark: bool
     access: AccessPolicy
     principal: Principal | None
-    loader: DocumentLoader | None
+    loader: DocumentLoader | SectionLoader | None
     escalation: Escalation
     withheld: frozenset[str] = frozenset()
     """Documents with a chunk this principal may not see: never sent whole."""
+
+
+# What neutralising and datamarking cannot take away, so a size bound can be read from
+# raw text: printable ASCII is kept byte for byte (rewrites only add to it), and a
+# letter of these scripts keeps at least one byte (folding or decomposing narrows it,
+# nothing deletes it). Whitespace, marks, invisible and other characters may go.
+_NARROW_LETTERS: Final = (
+    "\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u017f\u0391-\u03a1\u03a3-\u03a9\u03b1-\u03c9"
+    "\u0400-\u0481\u05d0-\u05ea\u0621-\u063a\u0641-\u064a\u0905-\u0939\u0e01-\u0e30"
+)
+# Kana, CJK ideographs and Hangul syllables decompose (if at all) into letters of
+# three UTF-8 bytes, so each keeps three.
+_WIDE_LETTERS: Final = "\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff\uac00-\ud7a3"
+_MAY_SHRINK: Final = re.compile(f"[^!-~{_NARROW_LETTERS}{_WIDE_LETTERS}]+")
+_NOT_WIDE: Final = re.compile(f"[^{_WIDE_LETTERS}]+")
+
+
+def surviving_bytes(text: str) -> int:
+    """UTF-8 bytes of `text` that certainly remain after neutralising and datamarking.
+
+    Two C-speed scans and no neutralising, so a 1 MB chunk that cannot fit is ruled
+    out for the cost of reading it once.
+    """
+    kept = _MAY_SHRINK.sub("", text)
+    if kept.isascii():
+        return len(kept)
+    wide = len(kept) - len(_NOT_WIDE.sub("", kept))
+    return len(kept) + 2 * wide
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Escalated(Fit[Chunk]):
+    """A fit that sends one document whole; `base` is the same grant's fit without it."""
+
+    base: Fit[Chunk]
 
 
 class RetrievedClaim(ListClaim[Chunk]):
@@ -85,21 +130,21 @@ class RetrievedClaim(ListClaim[Chunk]):
         # a conflict policy is set, with its effective date; the exact count comes last.
         widest = max(len(ranked), 1)
         upper = replace(settings.render, effective_dates=settings.conflict_policy is not None)
+        tokenizer = counter.tokenizer
+        per_token = tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else 0
 
         def cost(chunk: Chunk) -> int:
             content = self.content(chunk)
-            if chunk.tokens is not None and content is chunk.content:
-                return counter.count(render_source(widest, chunk, "", upper)) + chunk.tokens
+            tokens = self._ingest_count(chunk, content)
+            if tokens is not None:
+                return counter.count(render_source(widest, chunk, "", upper)) + tokens
             return counter.count(render_source(widest, chunk, content, upper))
 
         def bound(chunk: Chunk) -> int:
-            # Neutralising can shorten the text (hidden tag characters go), so an
-            # ingest count bounds it only while the text is untouched.
-            content = self.content(chunk)
-            if chunk.tokens is not None and content is chunk.content:
-                return chunk.tokens
-            return counter.lower_bound(content)
+            # From the raw text: neutralising a chunk that cannot fit would be wasted work.
+            return -(-surviving_bytes(chunk.content) // per_token) if per_token else 0
 
+        self._counter = counter
         super().__init__(
             allocation,
             ranked,
@@ -128,6 +173,18 @@ class RetrievedClaim(ListClaim[Chunk]):
             self._shown[key] = cached
         return cached
 
+    def _ingest_count(self, chunk: Chunk, content: str) -> int | None:
+        """`chunk.tokens` where it can stand for counting `content`, else None.
+
+        Only a retrieved chunk's own untouched text qualifies, and only when the count
+        is not below what its bytes certainly cost; a loaded document is always
+        counted, since it decides escalation and may be any size.
+        """
+        tokens = chunk.tokens
+        if tokens is None or content is not chunk.content or self.is_document(chunk):
+            return None
+        return tokens if tokens >= self._counter.lower_bound(content) else None
+
     def _notice(self, *, conflict: bool) -> str:
         notice = fence_notice(datamarked=self.settings.datamark)
         policy = self.settings.conflict_policy
@@ -150,11 +207,31 @@ class RetrievedClaim(ListClaim[Chunk]):
 
     def fit(self, grant: int) -> Fit[Chunk]:
         base = self.packer.pack(self.items, grant, reject=self._reject)
-        if self.settings.loader is None:
+        loader = self.settings.loader
+        if loader is None:
             return base
-        return self._escalate(base, grant) or base
+        return self._escalate(base, grant, loader) or base
 
-    def _escalate(self, base: Fit[Chunk], grant: int) -> Fit[Chunk] | None:
+    def shrink(self, fit: Fit[Chunk]) -> Fit[Chunk] | None:
+        """`fit` with less in it: the least preferred chunk goes; an escalated document
+        goes last, and then its chunks come back as packed without it, so nothing it
+        covered is lost. None when nothing is left to drop."""
+        if not isinstance(fit, _Escalated):
+            return self.packer.shrink(fit)
+        if len(fit.parts) > 1 and (smaller := self.packer.shrink(fit)) is not None:
+            return _Escalated(
+                smaller.parts,
+                smaller.cost,
+                smaller.dropped,
+                smaller.unreached,
+                smaller.overflow,
+                base=fit.base,
+            )
+        return _without_document(self.packer, fit)
+
+    def _escalate(
+        self, base: Fit[Chunk], grant: int, loader: DocumentLoader | SectionLoader
+    ) -> _Escalated | None:
         """`base` with one document sent whole in place of its chunks, or None.
 
         The document with the most selected chunks (ties: the best-ranked) is tried
@@ -169,12 +246,13 @@ class RetrievedClaim(ListClaim[Chunk]):
         eligible = [d for d, n in hits.items() if n >= self.settings.escalation.min_chunks]
         eligible.sort(key=lambda d: (-hits[d], best[d]))
         separator = self.packer.separator
+        room = self.settings.escalation.max_share * grant - self.packer.framing
         for document_id in eligible:
-            document = self._load(document_id)
-            if document is None:
+            document = self._load(document_id, loader)
+            if document is None or self.packer.bound(document) > room:
                 continue
             cost = self.packer.cost(document)
-            if cost + self.packer.framing > self.settings.escalation.max_share * grant:
+            if cost > room:
                 continue
             others = [c for c in self.items if c.document_id != document_id]
             # The document is a fixed overhead of the rest's packing: the others fit
@@ -188,38 +266,44 @@ class RetrievedClaim(ListClaim[Chunk]):
             pinned = Part(document.id, document, cost)
             if not rest.parts:
                 total = cost + self.packer.framing
-                return Fit((pinned,), total, rest.dropped, rest.unreached, rest.overflow)
+                return _Escalated(
+                    (pinned,), total, rest.dropped, rest.unreached, rest.overflow, base=base
+                )
             first, *more = rest.parts
             parts = (pinned, replace(first, cost=first.cost + separator), *more)
-            return Fit(parts, rest.cost, rest.dropped, rest.unreached, rest.overflow)
+            return _Escalated(
+                parts, rest.cost, rest.dropped, rest.unreached, rest.overflow, base=base
+            )
         return None
 
-    def _load(self, document_id: str) -> Chunk | None:
+    def _load(self, document_id: str, loader: DocumentLoader | SectionLoader) -> Chunk | None:
+        """The whole document, loaded once per request; None when unknown, empty or forbidden."""
         if document_id in self._documents:
             return self._documents[document_id]
-        loader = self.settings.loader
-        loaded = loader.load(document_id) if loader is not None else None
-        if loaded is not None and not isinstance(loaded, Chunk):
-            raise TypeError(
-                f"DocumentLoader.load({document_id!r}) returned {type(loaded).__name__}; it must "
-                "return a Chunk (id and document_id set to the document id) or None"
-            )
-        if loaded is not None:
-            shown = [c for c in self.items if c.document_id == document_id]
-            # The whole document holds every chunk of it, the withheld ones too.
-            if document_id in self.settings.withheld or not document_permitted(
-                loaded, shown, self.settings.principal, self.settings.access
-            ):
+        sections = load_sections(loader, document_id, self.settings.principal)
+        document = None
+        if sections is not None:
+            if self._may_see(document_id, sections):
+                document = as_document(document_id, sections)
+            else:
                 self._denied[document_id] = Dropped.trusted(
                     "retrieved", "document", document_id, "forbidden"
                 )
-                loaded = None
-            elif not loaded.content.strip():
-                loaded = None
-            else:
-                loaded = loaded.model_copy(update={"id": document_id, "document_id": document_id})
-        self._documents[document_id] = loaded
-        return loaded
+        self._documents[document_id] = document
+        return document
+
+    def _may_see(self, document_id: str, sections: Sequence[Chunk]) -> bool:
+        """Whether the principal may see every section of the document.
+
+        Every section, not only those retrieved: access must not depend on which
+        chunks the retriever returned. A retrieved chunk of it that was forbidden
+        withholds it too, whatever the loader says.
+        """
+        if document_id in self.settings.withheld:
+            return False
+        shown = [c for c in self.items if c.document_id == document_id]
+        principal, access = self.settings.principal, self.settings.access
+        return all(document_permitted(s, shown, principal, access) for s in sections)
 
     def is_document(self, chunk: Chunk) -> bool:
         """Whether `chunk` is an escalated whole document rather than a retrieved chunk."""
@@ -257,6 +341,20 @@ class RetrievedClaim(ListClaim[Chunk]):
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:
         return [*self.packer.drops(fit), *self._denied.values()]
+
+
+def _without_document(packer: Packer[Chunk], fit: _Escalated) -> Fit[Chunk]:
+    """`fit`'s base (its grant packed without the document), shrunk to cost less than `fit`.
+
+    The document is reported as dropped; the chunks it covered are kept or dropped
+    as the base decides, never lost with it.
+    """
+    document = fit.parts[0]
+    fallback = fit.base
+    while fallback.cost >= fit.cost and (smaller := packer.shrink(fallback)) is not None:
+        fallback = smaller
+    gone: tuple[Chunk, DropReason, int | None] = (document.item, "over_budget", document.cost)
+    return replace(fallback, dropped=(gone, *fallback.dropped), overflow=True)
 
 
 def _constant(tokens: int) -> Callable[[list[Chunk]], int]:
