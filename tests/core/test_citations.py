@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ctxbudget import Chunk, CitationCheck, ContextAssembler
@@ -155,3 +159,169 @@ def test_assembled_check_citations_returns_citation_check() -> None:
 def test_assembled_check_citations_without_sources_flags_any_citation() -> None:
     result = ContextAssembler(tokenizer="o200k_base").assemble(question="Hello?")
     assert result.check_citations("See [1].").unknown == (1,)
+
+
+# --- the spacing and characters answers use ---------------------------------------------------
+
+
+def test_cited_numbers_spaces_inside_brackets() -> None:
+    assert cited_numbers("Refunds take 14 days [ 5 ].") == [5]
+
+
+def test_cited_numbers_space_before_closing_bracket() -> None:
+    assert cited_numbers("Refunds take 14 days [5 ].") == [5]
+
+
+def test_cited_numbers_spaces_around_commas() -> None:
+    assert cited_numbers("Both agree [ 1 , 2 ].") == [1, 2]
+
+
+def test_cited_numbers_semicolon_list() -> None:
+    assert cited_numbers("Both agree [1; 2].") == [1, 2]
+
+
+def test_cited_numbers_non_breaking_and_narrow_spaces() -> None:
+    assert cited_numbers("Both agree [\u00a01,\u202f2\u2009].") == [1, 2]
+
+
+def test_cited_numbers_em_dash_and_minus_sign_ranges_are_expanded() -> None:
+    assert cited_numbers("All of them [2\u20144] and [7 \u2212 8].") == [2, 3, 4, 7, 8]
+
+
+def test_cited_numbers_ieee_range_across_brackets_is_expanded() -> None:
+    assert cited_numbers("As shown [1]\u2013[3].") == [1, 2, 3]
+
+
+def test_cited_numbers_spaced_dash_between_brackets_is_two_citations() -> None:
+    # "[1] - [3] disagree" contrasts two sources; only the unspaced IEEE form is a range.
+    assert cited_numbers("[1] - [3] disagree.") == [1, 3]
+
+
+def test_cited_numbers_fullwidth_brackets_and_digits() -> None:
+    assert cited_numbers("退款需要十四天\uff3b\uff11\uff3d\u3002") == [1]
+
+
+def test_cited_numbers_lenticular_brackets_and_ideographic_comma() -> None:
+    assert cited_numbers("两者一致\u30101\u30012\u3011\u3002") == [1, 2]
+
+
+def test_cited_numbers_more_than_three_spaces_is_not_a_citation() -> None:
+    # Spacing is bounded so every "[" costs a bounded scan; nobody writes four spaces.
+    assert cited_numbers("See [1,    2].") == []
+
+
+def test_cited_numbers_bracketed_list_past_the_item_cap_is_not_a_citation() -> None:
+    numbers = ", ".join(str(n) for n in range(1, 66))
+    assert cited_numbers(f"A table row [{numbers}].") == []
+
+
+def test_cited_numbers_date_split_across_brackets_is_not_a_citation() -> None:
+    assert cited_numbers("Dated [2024]-[01]-[01].") == []
+
+
+def test_cited_numbers_trailing_comma_is_not_a_citation() -> None:
+    assert cited_numbers("See [1, 2,].") == []
+
+
+# --- any list of citations, in any style, is read back -----------------------------------------
+
+_FULLWIDTH = str.maketrans("0123456789", "".join(chr(0xFF10 + d) for d in range(10)))
+_SPACES = st.text(alphabet=" \t\n\u00a0\u2009\u202f\u3000", max_size=3)
+_DASHES = st.sampled_from(list("-\u2010\u2011\u2012\u2013\u2014\u2212\uff0d"))
+_SEPARATORS = st.sampled_from([",", ";", "\uff0c", "\uff1b", "\u3001"])
+_BRACKET_PAIRS = st.sampled_from([("[", "]"), ("\uff3b", "\uff3d"), ("\u3010", "\u3011")])
+_FILLERS = st.sampled_from(["", " ", " and ", ". See ", "\n", ", as "])
+
+
+@st.composite
+def _number(draw: st.DrawFn, n: int) -> str:
+    return str(n).translate(_FULLWIDTH) if draw(st.booleans()) else str(n)
+
+
+@st.composite
+def _element(draw: st.DrawFn) -> tuple[str, set[int]]:
+    start = draw(st.integers(1, 9_999))
+    if draw(st.booleans()):
+        return draw(_number(start)), {start}
+    stop = draw(st.integers(start, min(start + 50, 9_999)))
+    dash = f"{draw(_SPACES)}{draw(_DASHES)}{draw(_SPACES)}"
+    text = f"{draw(_number(start))}{dash}{draw(_number(stop))}"
+    return text, set(range(start, stop + 1))
+
+
+@st.composite
+def _group(draw: st.DrawFn) -> tuple[str, set[int]]:
+    opening, closing = draw(_BRACKET_PAIRS)
+    if draw(st.integers(0, 4)) == 0:  # IEEE: [1]-[3]
+        start = draw(st.integers(1, 9_999))
+        stop = draw(st.integers(start, min(start + 50, 9_999)))
+        first = f"{opening}{draw(_number(start))}{closing}"
+        second = f"{opening}{draw(_number(stop))}{closing}"
+        return f"{first}{draw(_DASHES)}{second}", set(range(start, stop + 1))
+    elements = draw(st.lists(_element(), min_size=1, max_size=5))
+    body = ""
+    for index, (text, _) in enumerate(elements):
+        if index:
+            body += f"{draw(_SPACES)}{draw(_SEPARATORS)}{draw(_SPACES)}"
+        body += text
+    cited = set().union(*(numbers for _, numbers in elements))
+    return f"{opening}{draw(_SPACES)}{body}{draw(_SPACES)}{closing}", cited
+
+
+@given(groups=st.lists(st.tuples(_group(), _FILLERS), max_size=6))
+def test_cited_numbers_recovers_citations_written_in_any_style(
+    groups: list[tuple[tuple[str, set[int]], str]],
+) -> None:
+    answer = "Answer: " + "".join(text + filler for (text, _), filler in groups)
+    expected: set[int] = set().union(*(numbers for (_, numbers), _ in groups))
+    assert cited_numbers(answer) == sorted(expected)
+
+
+@given(
+    brackets=_BRACKET_PAIRS,
+    year=st.integers(1900, 2100),
+    month=st.integers(1, 12),
+    day=st.integers(1, 28),
+    dash=_DASHES,
+)
+def test_cited_numbers_bracketed_dates_cite_nothing(
+    brackets: tuple[str, str], year: int, month: int, day: int, dash: str
+) -> None:
+    opening, closing = brackets
+    assert cited_numbers(f"Dated {opening}{year}{dash}{month:02}{dash}{day:02}{closing}.") == []
+
+
+@given(start=st.integers(1, 9_000), span=st.integers(51, 999), dash=_DASHES)
+def test_cited_numbers_wild_ranges_cite_nothing(start: int, span: int, dash: str) -> None:
+    assert cited_numbers(f"As of [{start}{dash}{start + span}] it changed.") == []
+
+
+# --- linear time on hostile answers --------------------------------------------------------------
+
+
+def _best_time(text: str) -> float:
+    best = float("inf")
+    for _ in range(3):
+        began = time.perf_counter()
+        cited_numbers(text)
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "[",
+        "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1 ",
+        "[1   ,   1   ,   1   ,   1   ,   1   ,   1   ,   1   ,   1   ,   1   ,   1   ",
+        "[1]-",
+        "[1]-[1,1]-[",
+        "[" + ", ".join(["1"] * 70) + "]",
+    ],
+)
+def test_cited_numbers_hostile_answer_costs_about_an_ordinary_one(unit: str) -> None:
+    # Same size, same test: a backtracking pattern would be orders of magnitude slower.
+    size = 200_000
+    ordinary = ("Refunds take 14 days [1]. Store credit never expires [2, 3]. " * size)[:size]
+    hostile = (unit * size)[:size]
+    assert _best_time(hostile) < 50 * _best_time(ordinary)
