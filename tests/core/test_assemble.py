@@ -6,17 +6,19 @@ import json
 import logging
 
 import pytest
-from hypothesis import given
+from hypothesis import event, find, given, target
 from hypothesis import strategies as st
 
 from ctxbudget import (
     CLAIMANTS,
     Allocation,
+    Assembled,
     Budget,
     CallableTokenizer,
     Chunk,
     ContextAssembler,
     ContextBudgetError,
+    Escalation,
     InputError,
     Principal,
     Tool,
@@ -29,6 +31,10 @@ from ctxbudget.tools import render_tool
 from tests.conftest import fake_count
 
 SYSTEM = "You answer from the sources and cite them like [1]."
+
+# Counting a quarter token per character (rounded down) makes a join cost more than its
+# parts: the estimate fits, the exact count of the joined prompt does not.
+_QUARTER = CallableTokenizer(lambda text: len(text) // 4, name="quarter")
 
 
 def chunks(n: int, words: int = 40, **fields: object) -> list[Chunk]:
@@ -556,8 +562,73 @@ def _budgets(draw: st.DrawFn) -> Budget:
     return Budget(total=total, reserve_output=reserve, allocations=tuple(allocations))
 
 
+_TOKENIZERS = {"o200k": get_tokenizer("o200k_base"), "quarter": _QUARTER}
+_STRINGS = frozenset({"system", "question", "examples", "memory"})
+
+
+def _verdict(budget: Budget, sizes: dict[str, int], slack: int) -> tuple[str, str | None]:
+    """When a ContextBudgetError is justified, derived from the README's rules alone.
+
+    `sizes` are the claimants' whole-content costs (from an unconstrained assembly).
+    Returns ("raise", claimant) when the rules force an error, ("fit", None) when they
+    rule one out, and ("either", None) in between: where lists' item granularity, or
+    joins costing up to `slack` tokens more than their parts, decide.
+    """
+    order = [a for a in budget.by_priority() if sizes.get(a.name)]
+    left = budget.available
+    reserved: dict[str, int] = {}
+    for a in order:  # pass 1: priority 0 whole, others their floor
+        if a.priority == 0:
+            need = sizes[a.name]
+            if a.max is not None and need > a.max:
+                return "raise", a.name
+        else:
+            need = min(sizes[a.name], a.min)
+        if need > left:
+            return "raise", a.name
+        reserved[a.name] = need
+        left -= need
+    verdicts = set()
+    for greedy in (False, True):  # lists take their floor only, or all they may
+        rest = left
+        for a in order:
+            if a.priority == 0:
+                continue
+            room = reserved[a.name] + rest
+            grant = room if a.max is None else min(a.max, room)
+            size = sizes[a.name]
+            if a.name in _STRINGS:
+                if a.required and size > grant:
+                    verdicts.add(a.name)
+                    break
+                take = size if size <= grant else 0
+            else:
+                take = min(size, grant) if greedy else reserved[a.name]
+            rest = room - take
+        else:
+            verdicts.add(None)
+    if verdicts != {None}:
+        return ("raise", verdicts.pop()) if None not in verdicts else ("either", None)
+    # The final check shrinks a required claimant only while it stays at its floor, and an
+    # item can straddle the floor: at worst, all a required claimant holds is protected.
+    protected = sum(
+        sizes[a.name] if a.max is None else min(sizes[a.name], a.max) for a in order if a.required
+    )
+    return ("fit", None) if protected + slack <= budget.available else ("either", None)
+
+
+def _attempt(
+    assembler: ContextAssembler, kwargs: dict[str, object]
+) -> Assembled | ContextBudgetError:
+    try:
+        return assembler.assemble(**kwargs)  # type: ignore[arg-type]
+    except ContextBudgetError as error:
+        return error
+
+
 @given(
     budget=_budgets(),
+    tokenizer_name=st.sampled_from(sorted(_TOKENIZERS)),
     system=st.none() | _content.filter(str.strip),
     question=_content.filter(str.strip),
     given_chunks=_chunks(),
@@ -566,13 +637,14 @@ def _budgets(draw: st.DrawFn) -> Budget:
 )
 def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
     budget: Budget,
+    tokenizer_name: str,
     system: str | None,
     question: str,
     given_chunks: list[Chunk],
     history: list[Turn],
     given_tools: list[Tool],
 ) -> None:
-    tokenizer = get_tokenizer("o200k_base")
+    tokenizer = _TOKENIZERS[tokenizer_name]
     assembler = ContextAssembler(tokenizer=tokenizer, budget=budget)
     kwargs = {
         "system": system,
@@ -581,11 +653,29 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
         "history": history,
         "tools": given_tools,
     }
-    try:
-        result = assembler.assemble(**kwargs)  # type: ignore[arg-type]
-    except ContextBudgetError as error:
-        assert error.needed > error.left  # noqa: PT017 - a property: raising is one outcome
+    unconstrained = Budget(
+        total=10**9, allocations=[Allocation(a.name, priority=1) for a in budget.allocations]
+    )
+    sizes = (
+        ContextAssembler(tokenizer=tokenizer, budget=unconstrained)
+        .assemble(**kwargs)  # type: ignore[arg-type]
+        .report.sizes
+    )
+    items = 2 + len(given_chunks) + len(history) + len(given_tools) + len(CLAIMANTS)
+    verdict, claimant = _verdict(budget, dict(sizes), slack=items)
+    event(f"verdict: {verdict}")
+    outcome = _attempt(assembler, kwargs)
+    if isinstance(outcome, ContextBudgetError):
+        event("raised")
+        assert verdict != "fit", f"unjustified error: {outcome}"
+        if verdict == "raise" and claimant is not None:
+            assert claimant in outcome.claimant.split("+")
+        assert outcome.needed > outcome.left
         return
+    assert verdict != "raise", f"{claimant} should have raised"
+    result = outcome
+    if result.report.final_check_drops:
+        event("final check dropped items")
 
     # The budget is a hard stop, checked on the final string.
     assert tokenizer.count(result.text) == result.report.total <= budget.available
@@ -616,6 +706,22 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
 
     # Deterministic.
     assert assembler.assemble(**kwargs).text == result.text  # type: ignore[arg-type]
+
+
+def test_property_strategy_reaches_the_final_check_and_its_floor_error() -> None:
+    # The property above is only as good as the branches its inputs reach.
+    def outcome(case: tuple[Budget, list[Chunk], list[Turn]]) -> str:
+        budget, given_chunks, history = case
+        assembler = ContextAssembler(tokenizer=_QUARTER, budget=budget)
+        try:
+            result = assembler.assemble(question="Why?", chunks=given_chunks, history=history)
+        except ContextBudgetError as error:
+            return "floor" if "falling below its floor" in str(error) else "other"
+        return "dropped" if result.report.final_check_drops else "fit"
+
+    cases = st.tuples(_budgets(), _chunks(), _turns)
+    assert outcome(find(cases, lambda c: outcome(c) == "dropped")) == "dropped"
+    assert outcome(find(cases, lambda c: outcome(c) == "floor")) == "floor"
 
 
 # Strings are kept whole or not at all -------------------------------------------------------
@@ -675,10 +781,6 @@ def test_final_string_is_counted_exactly_once() -> None:
 
 # Floors hold on the final string ------------------------------------------------------------
 
-# Counting a quarter token per character (rounded down) makes a join cost more than its
-# parts: the estimate fits, the exact count of the joined prompt does not.
-_QUARTER = CallableTokenizer(lambda text: len(text) // 4, name="quarter")
-
 
 def _join_budget(min_examples: int) -> Budget:
     return Budget(
@@ -709,3 +811,76 @@ def test_final_check_never_drops_a_required_item_below_its_floor() -> None:
         assembler.assemble(question="qqqq", examples="e" * 20)
     assert caught.value.claimant == "examples"
     assert caught.value.needed > caught.value.left
+
+
+def test_final_check_raises_when_the_never_trimmed_parts_alone_join_over() -> None:
+    budget = Budget(
+        total=4,
+        allocations=[
+            Allocation("question", max=100, priority=0),
+            Allocation("system", max=100, priority=0),
+        ],
+    )
+    assembler = ContextAssembler(tokenizer=_QUARTER, budget=budget, fence_rule=False)
+    with pytest.raises(
+        ContextBudgetError,
+        match=r"'question\+system' needs 5 tokens but only 4 are left: the never-trimmed parts "
+        r"alone exceed the budget once joined",
+    ):
+        assembler.assemble(question="qqqq", system="ssss")
+
+
+class _Documents:
+    """A loader that joins a document's chunks; `understate` gives it a wrong ingest count."""
+
+    def __init__(self, given: list[Chunk], *, understate: bool) -> None:
+        self._given = given
+        self._understate = understate
+
+    def load(self, document_id: str) -> Chunk | None:
+        parts = sorted(
+            (c for c in self._given if c.document_id == document_id),
+            key=lambda c: (c.ordinal is None, c.ordinal or 0),
+        )
+        content = "\n\n".join(c.content for c in parts)
+        if not parts or not content.strip():
+            return None
+        tokens = 1 if self._understate else None
+        return Chunk(id=document_id, content=content, tokens=tokens)
+
+
+@given(
+    given_chunks=_chunks(),
+    total=st.integers(60, 1_500),
+    cap=st.none() | st.integers(0, 1_000),
+    understate=st.booleans(),
+    tokenizer_name=st.sampled_from(sorted(_TOKENIZERS)),
+)
+def test_every_chunk_is_kept_covered_by_a_kept_document_or_reported(
+    given_chunks: list[Chunk], total: int, cap: int | None, understate: bool, tokenizer_name: str
+) -> None:
+    tokenizer = _TOKENIZERS[tokenizer_name]
+    budget = Budget(
+        total=total,
+        allocations=[
+            Allocation("question", priority=0),
+            Allocation("retrieved", max=cap, priority=1),
+        ],
+    )
+    assembler = ContextAssembler(
+        tokenizer=tokenizer,
+        budget=budget,
+        loader=_Documents(given_chunks, understate=understate),
+        escalation=Escalation(min_chunks=2),
+    )
+    result = assembler.assemble(question="Why?", chunks=given_chunks)
+    if result.report.escalated is not None:
+        event("escalated")
+    target(float(result.report.final_check_drops), label="final check drops")
+    assert tokenizer.count(result.text) == result.report.total <= budget.available
+    kept = {s.chunk.id for s in result.sources if not s.document}
+    covered = {c for s in result.sources if s.document for c in s.covers}
+    dropped = [d.id for d in result.report.dropped if d.kind == "chunk"]
+    for chunk in given_chunks:
+        places = (chunk.id in kept) + (chunk.id in covered) + dropped.count(chunk.id)
+        assert places == 1, f"{chunk.id} is in {places} places"
