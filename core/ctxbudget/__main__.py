@@ -6,20 +6,29 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from importlib.metadata import version
 
 from ctxbudget import _demo
 from ctxbudget.assemble import ContextAssembler
-from ctxbudget.budget import Budget
+from ctxbudget.budget import Budget, Claimant
 from ctxbudget.errors import CtxBudgetError
+
+# The parts of a prompt the demo sends besides system and question, which every budget has.
+_DEMO_SENDS: tuple[Claimant, ...] = ("retrieved", "examples", "tools", "history")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the offline demo; returns the process exit code."""
+    """Run the offline demo; returns the process exit code.
+
+    Errors a user can fix (a bad budget file, an unknown model) are printed to stderr as
+    one line, ``ctxbudget: <what to change>``, with exit code 1.
+    """
     parser = argparse.ArgumentParser(
         prog="ctxbudget",
         description="Assemble the built-in support example under a token budget and print "
         "the prompt and its report.",
     )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("--model", default="gpt-4o", help="model or tiktoken encoding name")
     parser.add_argument(
         "--budget", help="a budget file (.json or .toml); default: Budget.default()"
@@ -27,11 +36,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--total", type=int, help="override the budget's total tokens")
     parser.add_argument("--json", action="store_true", help="print the report as JSON only")
     args = parser.parse_args(argv)
+    if args.version:
+        print(f"ctxbudget {version('ctxbudget')}")
+        return 0
 
     try:
-        budget = Budget.from_file(args.budget) if args.budget else Budget.default()
+        budget = (
+            Budget.from_file(args.budget, needs=_DEMO_SENDS) if args.budget else Budget.default()
+        )
         if args.total is not None:
-            budget = Budget.model_validate({**budget.model_dump(), "total": args.total})
+            budget = Budget.parse({**budget.model_dump(), "total": args.total})
         assembler = ContextAssembler(budget=budget, tokenizer=args.model)
         result = assembler.assemble(
             system=_demo.SYSTEM,
@@ -42,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             question=_demo.QUESTION,
             now=_demo.NOW,
         )
-    except (CtxBudgetError, ValueError, OSError) as exc:
+    except (CtxBudgetError, OSError) as exc:
         print(f"ctxbudget: {exc}", file=sys.stderr)
         return 1
 

@@ -1,48 +1,96 @@
 """The token budget as data: a total, an output reserve, and one allocation per claimant.
 
-Budgets load from JSON/TOML/YAML with `Budget.model_validate` and are checked up
-front, so a floor that can never fit is a configuration error at startup rather
-than a failure on some unlucky request.
+Budgets load from JSON/TOML/YAML and are checked up front, so a floor that can never
+fit is a configuration error at startup rather than a failure on some unlucky request.
+`Budget.from_file` and `Budget.parse` report a bad budget as one sentence that names
+the place to fix in the file's own syntax (``[allocations.retrieved] min``).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
-__all__ = ["CLAIMANTS", "CONTEXT_WINDOWS", "Allocation", "Budget", "Claimant"]
+from ctxbudget.errors import CtxBudgetError
+from ctxbudget.tokens import match_model
+
+__all__ = [
+    "CLAIMANTS",
+    "CONTEXT_WINDOWS",
+    "Allocation",
+    "Budget",
+    "BudgetError",
+    "Claimant",
+    "Syntax",
+]
 
 Claimant = Literal["system", "question", "retrieved", "examples", "tools", "history", "memory"]
 """The parts of a prompt that compete for tokens."""
 
 CLAIMANTS: tuple[Claimant, ...] = get_args(Claimant)
 
+Syntax = Literal["toml", "json"]
+"""The file syntax a budget's error messages are written in."""
+
 CONTEXT_WINDOWS: Mapping[str, int] = {
+    "gpt-5": 400_000,
+    "gpt-5-mini": 400_000,
+    "gpt-5-nano": 400_000,
+    "gpt-5-chat-latest": 128_000,
     "gpt-4.1": 1_047_576,
     "gpt-4.1-mini": 1_047_576,
     "gpt-4.1-nano": 1_047_576,
     "gpt-4o": 128_000,
     "gpt-4o-mini": 128_000,
+    "chatgpt-4o-latest": 128_000,
     "gpt-4-turbo": 128_000,
     "gpt-4": 8_192,
     "gpt-4-32k": 32_768,
     "gpt-3.5-turbo": 16_385,
+    "gpt-3.5-turbo-instruct": 4_096,
     "o1": 200_000,
+    "o1-mini": 128_000,
+    "o1-preview": 128_000,
     "o3": 200_000,
     "o3-mini": 200_000,
     "o4-mini": 200_000,
 }
-"""Input context windows (tokens) of models whose tokenizer tiktoken knows.
+"""Context windows (input plus output, in tokens) of OpenAI models whose tokenizer tiktoken
+knows, from OpenAI's model pages.
 
-Dated snapshots (``gpt-4o-2024-08-06``) resolve by their longest listed prefix.
+A model name resolves by the same rule as `get_tokenizer`, through `match_model`:
+case-insensitive, the exact name first, else the longest listed name followed by ``-``
+(``gpt-4o-2024-08-06`` is a ``gpt-4o`` model, ``gpt-4o-mini-2024-07-18`` a ``gpt-4o-mini``).
+Variants whose window differs from their family's are listed by name (``o1-mini``,
+``gpt-5-chat-latest``), so the family rule never overstates a window.
 """
 
+_INPUT_LIMITS: Mapping[str, int] = {"gpt-5": 272_000}
+"""Models whose input has a limit of its own below window - output (resolved like
+`CONTEXT_WINDOWS`): gpt-5's 400,000 tokens are at most 272,000 of input plus 128,000 of output."""
+
 _NonNegative = Annotated[int, Field(ge=0)]
+
+
+class BudgetError(CtxBudgetError, ValueError):
+    """A budget that cannot be used, said in one sentence that names what to change."""
+
+
+class _AllocationError(ValueError):
+    """A validator's complaint about one allocation, kept apart from where that allocation is,
+    so `Budget.parse` can say where in the file's own syntax."""
+
+    def __init__(self, problem: str, *, allocation: str) -> None:
+        self.problem = problem
+        self.allocation = allocation
+        super().__init__(f"allocation {allocation!r}: {problem}")
 
 
 class Allocation(BaseModel):
@@ -81,9 +129,9 @@ class Allocation(BaseModel):
     @model_validator(mode="after")
     def _min_le_max(self) -> Self:
         if self.max is not None and self.min > self.max:
-            raise ValueError(
-                f"allocation {self.name!r}: min ({self.min}) is greater than max ({self.max}); "
-                "lower min or raise max"
+            raise _AllocationError(
+                f"min ({self.min}) is greater than max ({self.max}); lower min or raise max",
+                allocation=self.name,
             )
         return self
 
@@ -104,11 +152,20 @@ class Allocation(BaseModel):
         )
 
 
+IMPLICIT: tuple[Claimant, ...] = ("system", "question")
+"""Claimants every budget allocates: when left out, they get `Allocation(name, priority=0)`."""
+
+
 class Budget(BaseModel):
     """The whole prompt budget: `total` tokens, of which `reserve_output` stay free for the answer.
 
     `allocations` may be a list of allocations or, handier in TOML, a mapping from
-    claimant name to its settings.
+    claimant name to its settings. A budget that leaves out ``system`` or ``question``
+    gets ``Allocation("system", priority=0)`` / ``Allocation("question", priority=0)``
+    after the ones it gives: never trimmed, no floor, no cap (the whole text, or
+    `ContextBudgetError` when it cannot fit). They are ordinary allocations from then on:
+    listed in `allocations`, returned by `allocation()`, and written by `model_dump`, so a
+    dump states the whole budget and validates back to an equal one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -123,12 +180,27 @@ class Budget(BaseModel):
     @classmethod
     def _allocations_from_mapping(cls, data: Any) -> Any:
         if isinstance(data, Mapping) and isinstance(data.get("allocations"), Mapping):
-            allocations = [
-                {"name": name, **settings} if isinstance(settings, Mapping) else settings
-                for name, settings in data["allocations"].items()
-            ]
+            allocations = []
+            for name, settings in data["allocations"].items():
+                if isinstance(settings, Mapping):
+                    if settings.get("name", name) != name:
+                        raise _AllocationError(
+                            f"sets name = {_shown(settings['name'])}, but its key already "
+                            "names it; remove name",
+                            allocation=name,
+                        )
+                    settings = {**settings, "name": name}
+                allocations.append(settings)
             data = {**data, "allocations": allocations}
         return data
+
+    @field_validator("allocations")
+    @classmethod
+    def _add_implicit(cls, allocations: tuple[Allocation, ...]) -> tuple[Allocation, ...]:
+        given = {a.name for a in allocations}
+        return allocations + tuple(
+            Allocation(name, priority=0) for name in IMPLICIT if name not in given
+        )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -140,9 +212,8 @@ class Budget(BaseModel):
         seen: set[str] = set()
         for allocation in self.allocations:
             if allocation.name in seen:
-                raise ValueError(
-                    f"allocation {allocation.name!r} appears twice; "
-                    "give each claimant one allocation"
+                raise _AllocationError(
+                    "appears twice; give each claimant one allocation", allocation=allocation.name
                 )
             seen.add(allocation.name)
         floors = sum(a.min for a in self.allocations)
@@ -150,7 +221,8 @@ class Budget(BaseModel):
             listed = ", ".join(f"{a.name} {a.min}" for a in self.allocations if a.min)
             raise ValueError(
                 f"the floors ({listed}) sum to {floors} tokens, but total - reserve_output is only "
-                f"{self.available}; they can never all be met. Lower some min values or raise total"
+                f"{self.available}, so they can never all be met; lower some min values or raise "
+                "total"
             )
         return self
 
@@ -160,16 +232,34 @@ class Budget(BaseModel):
         return self.total - self.reserve_output
 
     def allocation(self, name: Claimant) -> Allocation | None:
-        """The allocation for claimant `name`, or None when the budget has none."""
+        """The allocation for claimant `name`, or None when the budget has none.
+
+        ``system`` and ``question`` always have one: the implicit priority-0 allocation
+        when the budget did not give one.
+        """
         return next((a for a in self.allocations if a.name == name), None)
 
     def by_priority(self) -> list[Allocation]:
         """Allocations in serving order: priority, then the order they were declared."""
         return sorted(self.allocations, key=lambda a: a.priority)
 
+    def binding_cap(self, name: Claimant, *, granted: int, used: int) -> int | None:
+        """The max of claimant `name` when that cap, not the window, held it back: its grant
+        reached its max while the prompt used under half of `available`. Otherwise None.
+
+        The assembler warns with this when a claimant dropped items as ``over_budget``:
+        most of the budget went unused, so the cap is what to raise.
+        """
+        allocation = self.allocation(name)
+        if allocation is None or allocation.max is None:
+            return None
+        if granted < allocation.max or used * 2 >= self.available:
+            return None
+        return allocation.max
+
     @classmethod
     def default(cls, *, total: int = 6_000, reserve_output: int = 500) -> Budget:
-        """A sane starting point for a RAG prompt (see the README for the reasoning)."""
+        """A sane starting point for a RAG prompt (see the README, "The budget")."""
         return cls(
             total=total,
             reserve_output=reserve_output,
@@ -182,13 +272,36 @@ class Budget(BaseModel):
         window: int,
         *,
         reserve_output: int,
-        allocations: tuple[Allocation, ...] | None = None,
+        allocations: Sequence[Allocation] | None = None,
     ) -> Budget:
-        """A budget whose total is a model's whole context window."""
-        return cls(
-            total=window,
-            reserve_output=reserve_output,
-            allocations=DEFAULT_ALLOCATIONS if allocations is None else allocations,
+        """A budget whose total is a context window of `window` tokens, its allocations sized to it.
+
+        The allocations start from `Budget.default()`'s layout, which is sized for 5,500
+        prompt tokens (6,000 - 500). With ``available = window - reserve_output``:
+
+        - up to 5,500, every min and max of the default layout is multiplied by
+          ``available / 5,500`` (rounded down), so the floors always fit;
+        - above 5,500, system (610), question (20 to 200) and examples (250) keep their
+          sizes, because a system prompt does not grow with the window, and the caps of
+          retrieved, tools, history and memory are the shares of `available` they have in
+          the default layout: 3,000, 1,200, 1,500 and 400 out of 5,500 (about 55%, 22%,
+          27% and 7%), rounded down. Retrieval's floor stays 1,200.
+
+        Priorities are the default ones; at exactly 5,500 the result equals
+        `Budget.default()`. `allocations`, when given, are used as they are (not scaled).
+        `reserve_output` is required: the right reserve depends on how long the answers
+        are and, for reasoning models, on how much they think, and models differ fourfold
+        in how much they may write.
+
+        >>> Budget.for_context_window(128_000, reserve_output=4_000).allocation("retrieved")
+        Allocation('retrieved', min=1200, max=67636, priority=1)
+        """
+        if allocations is None:
+            # A window no larger than the reserve gets an empty layout, so the error is
+            # about the reserve, not about a negative size.
+            allocations = _sized_allocations(max(window - reserve_output, 0))
+        return cls.parse(
+            {"total": window, "reserve_output": reserve_output, "allocations": tuple(allocations)}
         )
 
     @classmethod
@@ -197,33 +310,81 @@ class Budget(BaseModel):
         model: str,
         *,
         reserve_output: int,
-        allocations: tuple[Allocation, ...] | None = None,
+        allocations: Sequence[Allocation] | None = None,
     ) -> Budget:
-        """A budget sized to a known model's context window (see `CONTEXT_WINDOWS`)."""
-        match = max((m for m in CONTEXT_WINDOWS if model.startswith(m)), key=len, default=None)
-        if match is None:
-            raise ValueError(
+        """`for_context_window` with the context window of a known model (`CONTEXT_WINDOWS`).
+
+        The model name resolves as for `get_tokenizer`: case-insensitive, the exact name,
+        else its family (``gpt-4o-2024-08-06`` is a ``gpt-4o``). A model whose input has a
+        limit of its own gets ``total = min(window, input limit + reserve_output)``, so the
+        prompt never passes that limit: gpt-5's 400,000 tokens take at most 272,000 of input.
+
+        >>> Budget.for_model("GPT-4.1", reserve_output=8_000).total
+        1047576
+        """
+        window = match_model(model, CONTEXT_WINDOWS, _families(CONTEXT_WINDOWS))
+        if window is None:
+            raise BudgetError(
                 f"unknown context window for model {model!r}; use "
                 "Budget.for_context_window(<tokens>, reserve_output=...) with the window "
                 "from your provider's documentation"
             )
+        input_limit = match_model(model, _INPUT_LIMITS, _families(_INPUT_LIMITS))
+        if input_limit is not None:
+            window = min(window, input_limit + reserve_output)
         return cls.for_context_window(
-            CONTEXT_WINDOWS[match], reserve_output=reserve_output, allocations=allocations
+            window, reserve_output=reserve_output, allocations=allocations
         )
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Budget:
-        """Load a budget from a ``.json`` or ``.toml`` file."""
+    def parse(
+        cls, data: object, *, syntax: Syntax = "json", needs: Collection[Claimant] = ()
+    ) -> Budget:
+        """Validate budget data (parsed JSON, TOML or YAML), raising `BudgetError` whose
+        message is one sentence naming the place to fix in `syntax`.
+
+        Args:
+            needs: claimants the caller will send; a budget without an allocation for one
+                of them is refused here, naming the table to add, instead of on a request.
+        """
+        try:
+            budget = cls.model_validate(data)
+        except ValidationError as exc:
+            raise BudgetError(_explain(exc, data, syntax)) from None
+        missing = [name for name in needs if budget.allocation(name) is None]
+        if missing:
+            raise BudgetError(_missing(missing, data, syntax))
+        return budget
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, needs: Collection[Claimant] = ()) -> Budget:
+        """Load a budget from a ``.json`` or ``.toml`` file (see `parse`); any problem with
+        the file is a `BudgetError` whose message starts with the path."""
         path = Path(path)
         suffix = path.suffix.lower()
-        if suffix == ".toml":
-            return cls.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
-        if suffix == ".json":
-            return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
-        raise ValueError(
-            f"cannot load a budget from {path.name!r}: expected a .json or .toml file "
-            "(for YAML, use Budget.model_validate(yaml.safe_load(...)))"
-        )
+        if suffix not in (".toml", ".json"):
+            raise BudgetError(
+                f"cannot load a budget from {path.name!r}: expected a .json or .toml file "
+                "(for YAML, use Budget.parse(yaml.safe_load(...)))"
+            )
+        syntax: Syntax = "toml" if suffix == ".toml" else "json"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise BudgetError(
+                f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            ) from None
+        try:
+            data = tomllib.loads(text) if syntax == "toml" else _json_loads(text)
+            return cls.parse(data, syntax=syntax, needs=needs)
+        except tomllib.TOMLDecodeError as exc:
+            raise BudgetError(f"{path}: not valid TOML: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise BudgetError(
+                f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+            ) from None
+        except BudgetError as exc:
+            raise BudgetError(f"{path}: {exc}") from None
 
 
 DEFAULT_ALLOCATIONS: tuple[Allocation, ...] = (
@@ -235,4 +396,234 @@ DEFAULT_ALLOCATIONS: tuple[Allocation, ...] = (
     Allocation("history", max=1_500, priority=3),
     Allocation("memory", max=400, priority=4),
 )
-"""The allocations of `Budget.default()`; the numbers from DESIGN.md."""
+"""The allocations of `Budget.default()`; the numbers and their reasons are in the README."""
+
+_DEFAULT_AVAILABLE = 5_500
+"""The prompt tokens `DEFAULT_ALLOCATIONS` are sized for: `Budget.default()`'s 6,000 - 500."""
+
+_FIXED_SIZE: frozenset[Claimant] = frozenset({"system", "question", "examples"})
+"""Claimants whose size does not grow with the window."""
+
+
+def _sized_allocations(available: int) -> tuple[Allocation, ...]:
+    """The default layout sized to `available` prompt tokens (see `Budget.for_context_window`)."""
+
+    def share(tokens: int) -> int:
+        return tokens * available // _DEFAULT_AVAILABLE
+
+    def cap(a: Allocation) -> int | None:
+        return None if a.max is None else share(a.max)
+
+    if available <= _DEFAULT_AVAILABLE:
+        return tuple(
+            Allocation(a.name, min=share(a.min), max=cap(a), priority=a.priority)
+            for a in DEFAULT_ALLOCATIONS
+        )
+    return tuple(
+        a
+        if a.name in _FIXED_SIZE
+        else Allocation(a.name, min=a.min, max=cap(a), priority=a.priority)
+        for a in DEFAULT_ALLOCATIONS
+    )
+
+
+def _families(table: Mapping[str, int]) -> dict[str, int]:
+    """Each listed model as the family of its snapshots and variants: ``gpt-4o`` -> ``gpt-4o-``."""
+    return {f"{name}-": value for name, value in table.items()}
+
+
+def _json_loads(text: str) -> object:
+    """Parse JSON, refusing a key given twice in one object (JSON would keep the last)."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in data:
+                raise BudgetError(
+                    f"the key {json.dumps(key)} appears twice in one object; keep one"
+                )
+            data[key] = value
+        return data
+
+    return json.loads(text, object_pairs_hook=unique)
+
+
+# --- messages in the file's own syntax ------------------------------------------------------
+
+_BUDGET_FIELDS = ("total", "reserve_output", "allocations")
+_ALLOCATION_FIELDS = ("name", "min", "max", "priority")
+_PLACEHOLDERS = {
+    "total": "<tokens>",
+    "reserve_output": "<tokens>",
+    "min": "<tokens>",
+    "max": "<tokens>",
+    "priority": "<n>",
+    "name": '"<claimant>"',
+}
+_WHY = {
+    "priority": " (0 is never trimmed; higher numbers are trimmed first)",
+    "name": f" (one of {', '.join(CLAIMANTS)})",
+    "total": " (the model's context window)",
+}
+
+
+def _explain(error: ValidationError, data: object, syntax: Syntax) -> str:
+    """One sentence for all of `error`'s problems, each placed in `data` in `syntax`."""
+    where = _Places(data, syntax)
+    return "; ".join(_problem(detail, where) for detail in error.errors())
+
+
+class _Places:
+    """Names places in the budget data the way its file writes them."""
+
+    def __init__(self, data: object, syntax: Syntax) -> None:
+        self.syntax = syntax
+        allocations = data.get("allocations") if isinstance(data, Mapping) else None
+        self.keys: list[str] | None = (
+            [str(k) for k in allocations] if isinstance(allocations, Mapping) else None
+        )
+        self.items: list[object] = (
+            list(allocations) if isinstance(allocations, list | tuple) else []
+        )
+
+    def table(self, index: int) -> str:
+        """The allocation at `index` of the validated list, as the file names it."""
+        if self.keys is not None:
+            return _key_path(self.keys[index], self.syntax)
+        item = self.items[index] if index < len(self.items) else None
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if self.syntax == "json":
+            return f"allocations[{index}]"
+        named = f" (name = {json.dumps(name)})" if isinstance(name, str) else ""
+        return f"[[allocations]] #{index + 1}{named}"
+
+    def named(self, name: str) -> str:
+        """The allocation called `name` (the last one, when it appears twice)."""
+        if self.keys is not None and name in self.keys:
+            return self.table(self.keys.index(name))
+        names = [i.get("name") if isinstance(i, Mapping) else None for i in self.items]
+        if name in names:
+            return self.table(len(names) - 1 - names[::-1].index(name))
+        return f"allocation {name!r}"
+
+    def field(self, loc: tuple[int | str, ...]) -> tuple[str | None, str]:
+        """(the allocation's table or None at top level, the field) for a field's location."""
+        if len(loc) >= 3 and loc[0] == "allocations" and isinstance(loc[1], int):
+            return self.table(loc[1]), str(loc[2])
+        return None, str(loc[0])
+
+    def add(self, field: str, table: str | None) -> str:
+        value = _PLACEHOLDERS.get(field, "...")
+        line = f"{field} = {value}" if self.syntax == "toml" else f'"{field}": {value}'
+        if table is None:
+            spot = "at the top of the file" if self.syntax == "toml" else "to the top-level object"
+        else:
+            spot = f"to {table}"
+        return f"add {line} {spot}{_WHY.get(field, '')}"
+
+
+def _problem(detail: ErrorDetails, where: _Places) -> str:
+    loc = detail["loc"]
+    kind = detail["type"]
+    value = _shown(detail["input"])
+    ctx = detail.get("ctx", {})
+    if kind == "value_error":
+        error = ctx.get("error")
+        if isinstance(error, _AllocationError):
+            label = (
+                where.table(loc[1])
+                if len(loc) == 2 and isinstance(loc[1], int)
+                else where.named(error.allocation)
+            )
+            return f"{label}: {error.problem}"
+        return str(error)
+    if kind == "model_type" and not loc:
+        shape = "a table" if where.syntax == "toml" else "an object"
+        return f"a budget must be {shape} with total, reserve_output and allocations"
+    if kind == "tuple_type" and loc == ("allocations",):
+        shape = (
+            "[allocations.<claimant>] tables or [[allocations]] tables"
+            if where.syntax == "toml"
+            else "an object of claimant names or a list of objects"
+        )
+        return f"allocations must be {shape}, but is {value}"
+    if kind == "model_type" and len(loc) == 2 and isinstance(loc[1], int):
+        shape = "a table" if where.syntax == "toml" else "an object"
+        settings = "priority (and optionally min and max)"
+        return f"{where.table(loc[1])} must be {shape} with {settings}, but is {value}"
+    if kind == "missing" and loc == ("allocations",):
+        example = (
+            "an [allocations.retrieved] table with max = 3000 and priority = 1"
+            if where.syntax == "toml"
+            else '"allocations": {"retrieved": {"max": 3000, "priority": 1}}'
+        )
+        return f"add one allocation per part of the prompt you send, e.g. {example}"
+    table, field = where.field(loc)
+    place = field if table is None else f"{table}{' ' if where.syntax == 'toml' else '.'}{field}"
+    if kind == "missing":
+        return where.add(field, table)
+    if kind == "extra_forbidden":
+        known = _BUDGET_FIELDS if table is None else _ALLOCATION_FIELDS
+        close = difflib.get_close_matches(field, known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        top = "the top of the file" if where.syntax == "toml" else "the top-level object"
+        return f"remove {field} from {table or top}: it takes only {', '.join(known)}{hint}"
+    if kind == "literal_error" and where.keys is not None and table is not None:
+        return f"{table} is not a claimant; name the table after one of {', '.join(CLAIMANTS)}"
+    if kind == "literal_error":
+        return f"{place} must be one of {', '.join(CLAIMANTS)}, but is {value}"
+    if kind == "greater_than":
+        return f"{place} must be greater than {ctx['gt']}, but is {value}"
+    if kind == "greater_than_equal":
+        return f"{place} must be {ctx['ge']} or more, but is {value}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"{place} must be a whole number, but is {value}"
+    message = detail["msg"]
+    return f"{place}: {message[:1].lower()}{message[1:]}"
+
+
+def _missing(names: list[Claimant], data: object, syntax: Syntax) -> str:
+    """Say which allocations to add for claimants the caller sends, in the file's syntax."""
+    allocations = data.get("allocations") if isinstance(data, Mapping) else None
+    listed = isinstance(allocations, list | tuple)
+    defaults = {a.name: a for a in DEFAULT_ALLOCATIONS}
+    snippets = []
+    for name in names:
+        example = defaults[name]
+        settings = {"min": example.min or None, "max": example.max, "priority": example.priority}
+        shown = {k: v for k, v in settings.items() if v is not None}
+        if syntax == "toml":
+            keys = ", ".join(f"{k} = {v}" for k, v in shown.items())
+            table = (
+                f'an [[allocations]] table with name = "{name}"'
+                if listed
+                else f"an [allocations.{name}] table"
+            )
+            snippets.append(f"{table} (for example with {keys})")
+        elif listed:
+            snippets.append(f'{json.dumps({"name": name, **shown})} to "allocations"')
+        else:
+            snippets.append(f'{json.dumps(name)}: {json.dumps(shown)} to "allocations"')
+    sent = " and ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
+    verbs = "are sent but have" if len(names) > 1 else "is sent but has"
+    return f"{sent} {verbs} no allocation; add " + "; ".join(snippets)
+
+
+def _key_path(key: str, syntax: Syntax) -> str:
+    """The allocation under `key` as TOML's table header or a JavaScript-style JSON path,
+    quoting the key only where the syntax needs it."""
+    if syntax == "toml":
+        bare = key != "" and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+        return f"[allocations.{key if bare else json.dumps(key)}]"
+    if key.isidentifier() and key.isascii():
+        return f"allocations.{key}"
+    return f"allocations[{json.dumps(key)}]"
+
+
+def _shown(value: object) -> str:
+    """A value as the file would write it, shortened to stay within one readable sentence."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -12,10 +12,11 @@ import functools
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, TypeVar, runtime_checkable
 
 import tiktoken
+import tiktoken.model
 
 from ctxbudget import _offline
 from ctxbudget.errors import TokenizerError
@@ -27,7 +28,10 @@ __all__ = [
     "TokenCounter",
     "Tokenizer",
     "get_tokenizer",
+    "match_model",
 ]
+
+V = TypeVar("V")
 
 
 @runtime_checkable
@@ -170,28 +174,54 @@ def _encoding(name: str) -> tiktoken.Encoding:
         ) from exc
 
 
-@functools.cache
+def match_model(model: str, names: Mapping[str, V], families: Mapping[str, V]) -> V | None:
+    """The entry for `model` by ctxbudget's one model-name rule, or None when nothing matches.
+
+    The rule is tiktoken's own, made case-insensitive and independent of table order: the
+    lower-cased name is looked up in `names`; failing that, the longest key of `families`
+    that it starts with wins (``gpt-4o-2024-08-06`` is in the ``gpt-4o-`` family). Both the
+    tokenizer (`get_tokenizer`) and the context window (`Budget.for_model`) resolve a model
+    name through this one function, so a name means the same model to both.
+    """
+    name = model.lower()
+    if name in names:
+        return names[name]
+    family = max((f for f in families if name.startswith(f)), key=len, default=None)
+    return None if family is None else families[family]
+
+
 def get_tokenizer(model_or_encoding: str) -> TiktokenTokenizer:
     """The tiktoken tokenizer for a model name (``"gpt-4o"``) or encoding (``"o200k_base"``).
 
-    Unknown names raise instead of guessing: a wrong tokenizer miscounts silently.
+    Names are case-insensitive. A model name resolves through tiktoken's own table
+    (`tiktoken.model.MODEL_TO_ENCODING`, then the longest matching prefix family of
+    `MODEL_PREFIX_TO_ENCODING`: ``gpt-4o-2024-08-06`` is a ``gpt-4o-`` model); a name
+    tiktoken does not know raises instead of guessing, because a wrong tokenizer
+    miscounts silently. A model and its encoding share one tokenizer object.
 
     >>> get_tokenizer("gpt-4o").count("hello world")
     2
     """
-    name = model_or_encoding
-    if name in tiktoken.list_encoding_names():
-        encoding_name = name
-    else:
-        try:
-            encoding_name = tiktoken.encoding_name_for_model(name)
-        except KeyError:
-            raise TokenizerError(
-                f"no known tokenizer for model {name!r}. Pass an encoding name "
-                f"({', '.join(sorted(tiktoken.list_encoding_names()))}), or a Tokenizer: "
-                "CallableTokenizer(fn, name=...) for any str -> int function, "
-                "HuggingFaceTokenizer(tokenizers.Tokenizer.from_file(...)) for a Hugging Face one"
-            ) from None
+    encodings = {name.lower(): name for name in tiktoken.list_encoding_names()}
+    encoding_name = encodings.get(model_or_encoding.lower()) or match_model(
+        model_or_encoding,
+        tiktoken.model.MODEL_TO_ENCODING,
+        tiktoken.model.MODEL_PREFIX_TO_ENCODING,
+    )
+    if encoding_name is None:
+        raise TokenizerError(
+            f"no known tokenizer for model {model_or_encoding!r}. Pass a model name tiktoken "
+            f"knows (e.g. 'gpt-4o', 'gpt-4.1-mini', 'o3'; any case), an encoding name "
+            f"({', '.join(sorted(tiktoken.list_encoding_names()))}), or a Tokenizer: "
+            "CallableTokenizer(fn, name=...) for any str -> int function, "
+            "HuggingFaceTokenizer(tokenizers.Tokenizer.from_file(...)) for a Hugging Face one"
+        )
+    return _tokenizer(encoding_name)
+
+
+@functools.cache
+def _tokenizer(encoding_name: str) -> TiktokenTokenizer:
+    # One object per encoding: building one scans the whole vocabulary for its longest token.
     return TiktokenTokenizer(_encoding(encoding_name))
 
 

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import ctxbudget.budget
-from ctxbudget import Allocation, Budget
+from ctxbudget import (
+    CLAIMANTS,
+    CONTEXT_WINDOWS,
+    Allocation,
+    Budget,
+    Chunk,
+    ContextAssembler,
+    get_tokenizer,
+)
+from ctxbudget.budget import BudgetError
 
 TOML_LIST = """
 total = 6000
@@ -135,7 +147,7 @@ def test_budget_model_validate_accepts_toml_mapping_of_names() -> None:
 def test_budget_mapping_shape_keeps_declaration_order() -> None:
     budget = Budget.model_validate(tomllib.loads(TOML_MAPPING))
 
-    assert [a.name for a in budget.allocations] == ["system", "retrieved", "history"]
+    assert [a.name for a in budget.allocations] == ["system", "retrieved", "history", "question"]
 
 
 def test_budget_json_round_trip_is_equal() -> None:
@@ -161,7 +173,9 @@ def test_budget_from_file_rejects_yaml_pointing_to_model_validate(tmp_path: Path
     path.write_text("total: 6000\n", encoding="utf-8")
 
     with pytest.raises(
-        ValueError, match=r"expected a \.json or \.toml file.*Budget\.model_validate"
+        BudgetError,
+        match=r"cannot load a budget from 'budget\.yaml': expected a \.json or \.toml file "
+        r"\(for YAML, use Budget\.parse\(yaml\.safe_load\(\.\.\.\)\)\)$",
     ):
         Budget.from_file(path)
 
@@ -210,7 +224,8 @@ def test_allocation_rejects_min_above_max_naming_values_and_fix() -> None:
 
 def test_budget_rejects_duplicate_names() -> None:
     with pytest.raises(
-        ValidationError, match="allocation 'tools' appears twice; give each claimant one allocation"
+        ValidationError,
+        match="allocation 'tools': appears twice; give each claimant one allocation",
     ):
         budget_with({"name": "tools", "priority": 2}, {"name": "tools", "priority": 3})
 
@@ -241,8 +256,8 @@ def test_budget_rejects_floors_above_available_listing_them() -> None:
     with pytest.raises(
         ValidationError,
         match=r"the floors \(system 600, retrieved 300\) sum to 900 tokens, but "
-        r"total - reserve_output is only 800; they can never all be met\. "
-        "Lower some min values or raise total",
+        r"total - reserve_output is only 800, so they can never all be met; "
+        "lower some min values or raise total",
     ):
         budget_with(
             {"name": "system", "min": 600, "max": 600, "priority": 0},
@@ -335,6 +350,7 @@ def test_budget_by_priority_orders_by_priority_then_declaration() -> None:
 
     assert [a.name for a in budget.by_priority()] == [
         "system",
+        "question",
         "examples",
         "retrieved",
         "history",
@@ -348,7 +364,7 @@ def test_budget_by_priority_keeps_reversed_declaration_of_ties() -> None:
         {"name": "examples", "priority": 1},
     )
 
-    assert [a.name for a in budget.by_priority()] == ["retrieved", "examples"]
+    assert [a.name for a in budget.by_priority()][-2:] == ["retrieved", "examples"]
 
 
 def test_budget_allocation_returns_named_allocation() -> None:
@@ -359,18 +375,284 @@ def test_budget_allocation_returns_none_when_absent() -> None:
     assert budget_with({"name": "tools", "priority": 2}).allocation("memory") is None
 
 
+# --- implicit system and question --------------------------------------------------------
+
+
+def test_budget_without_question_gets_implicit_priority_zero_question() -> None:
+    budget = budget_with({"name": "retrieved", "priority": 1})
+
+    assert budget.allocation("question") == Allocation("question", priority=0)
+
+
+def test_budget_without_system_gets_implicit_priority_zero_system() -> None:
+    budget = budget_with({"name": "retrieved", "priority": 1})
+
+    assert budget.allocation("system") == Allocation("system", priority=0)
+
+
+def test_budget_implicit_allocations_follow_the_given_ones() -> None:
+    budget = budget_with({"name": "retrieved", "priority": 1})
+
+    assert [a.name for a in budget.allocations] == ["retrieved", "system", "question"]
+
+
+def test_budget_given_question_allocation_is_kept() -> None:
+    question = Allocation("question", min=20, max=200, priority=0)
+
+    budget = Budget(total=1_000, allocations=(question,))
+
+    assert budget.allocations == (question, Allocation("system", priority=0))
+
+
+def test_budget_dump_contains_implicit_allocations() -> None:
+    dumped = budget_with({"name": "retrieved", "priority": 1}).model_dump()
+
+    assert [a["name"] for a in dumped["allocations"]] == ["retrieved", "system", "question"]
+
+
+def test_budget_with_implicit_allocations_equals_budget_that_spells_them_out() -> None:
+    spelt_out = budget_with(
+        {"name": "retrieved", "priority": 1},
+        {"name": "system", "priority": 0},
+        {"name": "question", "priority": 0},
+    )
+
+    assert budget_with({"name": "retrieved", "priority": 1}) == spelt_out
+
+
+_PRIORITIES = st.integers(min_value=0, max_value=5)
+
+
+@st.composite
+def budgets(draw: st.DrawFn) -> Budget:
+    """Valid budgets over any subset of claimants, in any order, with or without caps."""
+    names = draw(st.lists(st.sampled_from(CLAIMANTS), unique=True))
+    allocations = []
+    for name in names:
+        floor = draw(st.integers(min_value=0, max_value=1_000))
+        cap = draw(st.none() | st.integers(min_value=floor, max_value=5_000))
+        allocations.append(Allocation(name, min=floor, max=cap, priority=draw(_PRIORITIES)))
+    reserve = draw(st.integers(min_value=0, max_value=2_000))
+    total = reserve + 7_001 + draw(st.integers(min_value=0, max_value=10**6))
+    return Budget(total=total, reserve_output=reserve, allocations=tuple(allocations))
+
+
+@given(budget=budgets())
+def test_budget_model_dump_round_trips(budget: Budget) -> None:
+    assert Budget.model_validate(budget.model_dump()) == budget
+
+
+@given(budget=budgets())
+def test_budget_json_dump_round_trips(budget: Budget) -> None:
+    assert Budget.model_validate_json(budget.model_dump_json()) == budget
+
+
+@given(budget=budgets())
+def test_budget_always_allocates_system_and_question(budget: Budget) -> None:
+    assert budget.allocation("system") is not None
+    assert budget.allocation("question") is not None
+
+
+README_TOML = """
+total = 6000
+reserve_output = 500
+
+[allocations.system]
+min = 610
+max = 610
+priority = 0
+
+[allocations.retrieved]
+min = 1200
+max = 3000
+priority = 1
+"""
+
+
+def test_budget_readme_toml_assembles_a_prompt() -> None:
+    budget = Budget.parse(tomllib.loads(README_TOML), syntax="toml")
+    assembler = ContextAssembler(budget=budget, tokenizer="o200k_base")
+
+    result = assembler.assemble(
+        system="Answer from the sources.",
+        question="How long is the return window?",
+        chunks=[Chunk(id="returns", content="Returns are accepted within 60 days.")],
+    )
+
+    assert [s.chunk.id for s in result.sources] == ["returns"]
+    assert result.text.endswith("How long is the return window?")
+
+
+# --- sized to the window ------------------------------------------------------------------
+
+
+def sizes(budget: Budget) -> list[tuple[str, int, int | None, int]]:
+    return [(a.name, a.min, a.max, a.priority) for a in budget.allocations]
+
+
+@pytest.mark.parametrize(("window", "reserve"), [(6_000, 500), (7_000, 1_500), (5_500, 0)])
+def test_budget_for_context_window_of_default_size_equals_default(
+    window: int, reserve: int
+) -> None:
+    budget = Budget.for_context_window(window, reserve_output=reserve)
+
+    assert budget.allocations == Budget.default().allocations
+
+
+def test_budget_for_context_window_larger_grows_caps_by_share_keeps_fixed_sizes() -> None:
+    budget = Budget.for_context_window(128_000, reserve_output=4_000)
+
+    # available 124,000: caps are 3,000 / 1,200 / 1,500 / 400 parts of 5,500, rounded down
+    assert sizes(budget) == [
+        ("system", 610, 610, 0),
+        ("question", 20, 200, 0),
+        ("retrieved", 1_200, 67_636, 1),
+        ("examples", 250, 250, 1),
+        ("tools", 0, 27_054, 2),
+        ("history", 0, 33_818, 3),
+        ("memory", 0, 9_018, 4),
+    ]
+
+
+def test_budget_for_context_window_smaller_scales_every_number() -> None:
+    budget = Budget.for_context_window(3_250, reserve_output=500)
+
+    # available 2,750 is half of 5,500: every min and max is halved
+    assert sizes(budget) == [
+        ("system", 305, 305, 0),
+        ("question", 10, 100, 0),
+        ("retrieved", 600, 1_500, 1),
+        ("examples", 125, 125, 1),
+        ("tools", 0, 600, 2),
+        ("history", 0, 750, 3),
+        ("memory", 0, 200, 4),
+    ]
+
+
+@given(
+    window=st.integers(min_value=1, max_value=3_000_000),
+    reserve_share=st.floats(min_value=0, max_value=0.999),
+)
+def test_budget_for_context_window_floors_always_fit(window: int, reserve_share: float) -> None:
+    budget = Budget.for_context_window(window, reserve_output=int(window * reserve_share))
+
+    assert sum(a.min for a in budget.allocations) <= budget.available
+    assert [a.priority for a in budget.allocations] == [
+        a.priority for a in Budget.default().allocations
+    ]
+
+
+@given(
+    available=st.integers(min_value=1, max_value=3_000_000),
+    more=st.integers(min_value=1, max_value=100_000),
+)
+def test_budget_for_context_window_never_shrinks_as_window_grows(available: int, more: int) -> None:
+    smaller = Budget.for_context_window(available, reserve_output=0)
+    larger = Budget.for_context_window(available + more, reserve_output=0)
+
+    for a, b in zip(smaller.allocations, larger.allocations, strict=True):
+        assert a.min <= b.min
+        assert a.max is not None
+        assert b.max is not None
+        assert a.max <= b.max
+
+
+def test_budget_for_context_window_uses_given_allocations_unscaled() -> None:
+    retrieved = Allocation("retrieved", min=10, max=20, priority=1)
+
+    budget = Budget.for_context_window(1_000_000, reserve_output=0, allocations=[retrieved])
+
+    assert budget.allocation("retrieved") == retrieved
+
+
+def test_budget_for_context_window_reserve_not_below_window_says_so() -> None:
+    with pytest.raises(
+        BudgetError,
+        match=r"^reserve_output \(500\) must be less than total \(500\); "
+        "nothing would be left for the prompt$",
+    ):
+        Budget.for_context_window(500, reserve_output=500)
+
+
+def _distinct_chunks(count: int) -> list[Chunk]:
+    # Every word is unique, so no two chunks share a shingle and dedup keeps them all.
+    return [
+        Chunk(id=f"c{i}", content=" ".join(f"fact{i}x{j}" for j in range(125)))
+        for i in range(count)
+    ]
+
+
+def test_budget_for_model_keeps_sixty_chunks_in_a_million_token_window() -> None:
+    chunks = _distinct_chunks(60)
+    budget = Budget.for_model("gpt-4.1", reserve_output=32_768)
+
+    result = ContextAssembler(budget=budget, tokenizer="gpt-4.1").assemble(
+        question="What are the facts?", chunks=chunks
+    )
+
+    assert len(result.sources) == 60
+    assert result.report.dropped == ()
+
+
+def test_budget_with_default_caps_in_a_million_token_window_drops_most_chunks() -> None:
+    # The behaviour for_model fixes: the 6,000-token layout's caps in a 1M window.
+    budget = Budget.for_context_window(
+        1_047_576, reserve_output=32_768, allocations=ctxbudget.budget.DEFAULT_ALLOCATIONS
+    )
+
+    result = ContextAssembler(budget=budget, tokenizer="gpt-4.1").assemble(
+        question="What are the facts?", chunks=_distinct_chunks(60)
+    )
+
+    assert len(result.sources) < 10
+    assert {d.reason for d in result.report.dropped} == {"over_budget"}
+
+
+# --- a cap that held a claimant back ------------------------------------------------------
+
+
+def test_budget_binding_cap_when_grant_reached_max_and_most_is_unused() -> None:
+    budget = Budget.default()  # available 5,500; retrieved max 3,000
+
+    assert budget.binding_cap("retrieved", granted=3_000, used=2_749) == 3_000
+
+
+def test_budget_binding_cap_is_none_when_half_the_budget_is_used() -> None:
+    assert Budget.default().binding_cap("retrieved", granted=3_000, used=2_750) is None
+
+
+def test_budget_binding_cap_is_none_when_grant_is_below_max() -> None:
+    assert Budget.default().binding_cap("retrieved", granted=2_999, used=100) is None
+
+
+def test_budget_binding_cap_is_none_without_a_cap() -> None:
+    budget = budget_with({"name": "retrieved", "priority": 1})
+
+    assert budget.binding_cap("retrieved", granted=10**6, used=0) is None
+
+
+def test_budget_binding_cap_is_none_without_an_allocation() -> None:
+    budget = budget_with({"name": "retrieved", "priority": 1})
+
+    assert budget.binding_cap("memory", granted=10**6, used=0) is None
+
+
 # --- model windows ------------------------------------------------------------------------
 
 
 def test_budget_for_model_uses_context_window() -> None:
     budget = Budget.for_model("gpt-4o", reserve_output=4_000)
 
-    assert budget.total == 128_000
-    assert budget.reserve_output == 4_000
-    assert budget.allocations == Budget.default().allocations
+    assert (budget.total, budget.reserve_output) == (128_000, 4_000)
+    assert budget == Budget.for_context_window(128_000, reserve_output=4_000)
 
 
-def test_budget_for_model_resolves_dated_snapshot_by_longest_prefix() -> None:
+@pytest.mark.parametrize("model", ["GPT-4o", "gpt-4O", "Gpt-4o-2024-08-06"])
+def test_budget_for_model_ignores_case(model: str) -> None:
+    assert Budget.for_model(model, reserve_output=0).total == 128_000
+
+
+def test_budget_for_model_resolves_dated_snapshot_by_family() -> None:
     assert Budget.for_model("gpt-4.1-2025-04-14", reserve_output=0).total == 1_047_576
 
 
@@ -378,7 +660,7 @@ def test_budget_for_model_resolves_mini_snapshot_to_mini() -> None:
     assert Budget.for_model("gpt-4o-mini-2024-07-18", reserve_output=0).total == 128_000
 
 
-def test_budget_for_model_prefers_longest_prefix(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_budget_for_model_prefers_longest_family(monkeypatch: pytest.MonkeyPatch) -> None:
     # The real windows of gpt-4o and gpt-4o-mini are equal; make them differ to see which won.
     windows = {"gpt-4": 8_000, "gpt-4o": 100_000, "gpt-4o-mini": 50_000}
     monkeypatch.setattr(ctxbudget.budget, "CONTEXT_WINDOWS", windows)
@@ -387,28 +669,76 @@ def test_budget_for_model_prefers_longest_prefix(monkeypatch: pytest.MonkeyPatch
     assert Budget.for_model("gpt-4o-2024-08-06", reserve_output=0).total == 100_000
 
 
-def test_budget_for_model_passes_allocations() -> None:
+def test_budget_for_model_listed_variant_beats_its_family() -> None:
+    assert Budget.for_model("o1-mini", reserve_output=0).total == 128_000
+    assert Budget.for_model("o1-2024-12-17", reserve_output=0).total == 200_000
+
+
+@pytest.mark.parametrize(("reserve", "total"), [(8_000, 280_000), (128_000, 400_000)])
+def test_budget_for_model_gpt5_keeps_input_within_its_input_limit(reserve: int, total: int) -> None:
+    budget = Budget.for_model("gpt-5", reserve_output=reserve)
+
+    assert budget.total == total
+    assert budget.available == 272_000
+
+
+def test_budget_for_model_gpt5_with_large_reserve_is_bounded_by_window() -> None:
+    budget = Budget.for_model("gpt-5-mini-2025-08-07", reserve_output=200_000)
+
+    assert (budget.total, budget.available) == (400_000, 200_000)
+
+
+def test_budget_for_model_gpt5_chat_has_its_own_window() -> None:
+    assert Budget.for_model("gpt-5-chat-latest", reserve_output=16_384).total == 128_000
+
+
+def test_budget_for_model_uses_given_allocations_as_given() -> None:
     allocations = (Allocation("retrieved", min=10, priority=1),)
 
     budget = Budget.for_model("gpt-4o", reserve_output=0, allocations=allocations)
 
-    assert budget.allocations == allocations
+    assert budget.allocations == (
+        *allocations,
+        Allocation("system", priority=0),
+        Allocation("question", priority=0),
+    )
 
 
-def test_budget_for_model_rejects_unknown_model_pointing_to_for_context_window() -> None:
+@pytest.mark.parametrize("model", ["llama-3-70b", "gpt-4ox", "gpt-5.1", "gpt4o"])
+def test_budget_for_model_rejects_unknown_model_pointing_to_for_context_window(model: str) -> None:
     with pytest.raises(
-        ValueError,
-        match=r"unknown context window for model 'llama-3-70b'; use "
-        r"Budget\.for_context_window\(<tokens>, reserve_output=\.\.\.\)",
+        BudgetError,
+        match=rf"^unknown context window for model {re.escape(repr(model))}; use "
+        r"Budget\.for_context_window\(<tokens>, reserve_output=\.\.\.\) with the window "
+        "from your provider's documentation$",
     ):
-        Budget.for_model("llama-3-70b", reserve_output=500)
+        Budget.for_model(model, reserve_output=500)
 
 
-def test_budget_for_context_window_sets_total() -> None:
-    budget = Budget.for_context_window(32_768, reserve_output=2_048)
+def test_context_windows_are_listed_in_lower_case() -> None:
+    assert all(name == name.lower() for name in CONTEXT_WINDOWS)
 
-    assert (budget.total, budget.reserve_output, budget.available) == (32_768, 2_048, 30_720)
-    assert budget.allocations == Budget.default().allocations
+
+@pytest.mark.parametrize("model", sorted(CONTEXT_WINDOWS))
+def test_context_windows_each_name_resolves_to_its_own_window(model: str) -> None:
+    # Half the window as reserve: enough for gpt-5's input limit not to apply.
+    window = CONTEXT_WINDOWS[model]
+
+    assert Budget.for_model(model, reserve_output=window // 2).total == window
+
+
+@given(
+    model=st.sampled_from(sorted(CONTEXT_WINDOWS)),
+    suffix=st.sampled_from(["", "-2025-04-14", "-preview", "-x"]),
+    upper=st.lists(st.booleans(), min_size=40, max_size=40),
+)
+def test_every_model_with_a_window_has_a_tokenizer(
+    model: str, suffix: str, upper: list[bool]
+) -> None:
+    name = "".join(c.upper() if up else c for c, up in zip(model + suffix, upper, strict=False))
+
+    Budget.for_model(name, reserve_output=0)
+    assert get_tokenizer(name).name in ("o200k_base", "cl100k_base")
 
 
 # --- immutability -------------------------------------------------------------------------

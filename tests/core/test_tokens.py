@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import tiktoken
+import tiktoken.model
 from hypothesis import given
 from hypothesis import strategies as st
 from tokenizers import Tokenizer as HFTokenizer
@@ -112,7 +113,8 @@ def test_get_tokenizer_with_unknown_model_says_how_to_pass_a_tokenizer() -> None
     with pytest.raises(
         TokenizerError,
         match=(
-            r"no known tokenizer for model 'my-llama-70b'\. Pass an encoding name "
+            r"no known tokenizer for model 'my-llama-70b'\. Pass a model name tiktoken knows "
+            r"\(e\.g\. 'gpt-4o', 'gpt-4\.1-mini', 'o3'; any case\), an encoding name "
             r"\(.*cl100k_base.*o200k_base.*\), or a Tokenizer: "
             r"CallableTokenizer\(fn, name=\.\.\.\) .*HuggingFaceTokenizer\("
         ),
@@ -122,6 +124,90 @@ def test_get_tokenizer_with_unknown_model_says_how_to_pass_a_tokenizer() -> None
 
 def test_get_tokenizer_with_same_name_returns_same_object() -> None:
     assert get_tokenizer("gpt-4o") is get_tokenizer("gpt-4o")
+
+
+def test_get_tokenizer_for_model_and_its_encoding_is_one_object() -> None:
+    assert get_tokenizer("GPT-4o") is get_tokenizer("o200k_base")
+
+
+@pytest.mark.parametrize("model", ["GPT-4o", "Gpt-4.1-Mini", "O3", "GPT-4O-2024-08-06"])
+def test_get_tokenizer_ignores_case_of_model_names(model: str) -> None:
+    assert get_tokenizer(model).name == "o200k_base"
+
+
+def test_get_tokenizer_ignores_case_of_encoding_names() -> None:
+    assert get_tokenizer("CL100K_Base").name == "cl100k_base"
+
+
+def test_get_tokenizer_for_name_in_tiktoken_gpt5_family_is_o200k() -> None:
+    # tiktoken's own family "gpt-5" (no dash) covers any name starting with it.
+    assert get_tokenizer("gpt-5-turbo").name == "o200k_base"
+
+
+@pytest.mark.parametrize("model", ["gpt4o", "llama-3-70b", "o2", "claude-sonnet-4", ""])
+def test_get_tokenizer_with_name_outside_tiktoken_tables_raises(model: str) -> None:
+    with pytest.raises(
+        TokenizerError, match=rf"no known tokenizer for model {re.escape(repr(model))}"
+    ):
+        get_tokenizer(model)
+
+
+_TIKTOKEN_NAMES = sorted(
+    {*tiktoken.model.MODEL_TO_ENCODING, *tiktoken.model.MODEL_PREFIX_TO_ENCODING}
+)
+
+
+def _tiktoken_encoding(name: str) -> str | None:
+    try:
+        return tiktoken.encoding_name_for_model(name)
+    except KeyError:
+        return None
+
+
+@given(
+    stem=st.sampled_from(_TIKTOKEN_NAMES),
+    suffix=st.sampled_from(["", "-2024-08-06", "x", "-mini", ".1", "o"]),
+    upper=st.lists(st.booleans(), min_size=40, max_size=40),
+)
+def test_get_tokenizer_resolves_as_tiktoken_does_in_any_case(
+    stem: str, suffix: str, upper: list[bool]
+) -> None:
+    name = stem + suffix
+    cased = "".join(c.upper() if up else c for c, up in zip(name, upper, strict=False)) + name[40:]
+    expected = _tiktoken_encoding(name)
+
+    if expected is None:
+        with pytest.raises(TokenizerError):
+            get_tokenizer(cased)
+    else:
+        assert (
+            tokens.match_model(
+                cased, tiktoken.model.MODEL_TO_ENCODING, tiktoken.model.MODEL_PREFIX_TO_ENCODING
+            )
+            == expected
+        )
+
+
+# match_model: the one model-name rule
+
+
+def test_match_model_prefers_exact_name_over_family() -> None:
+    assert tokens.match_model("gpt-4", {"gpt-4": "exact"}, {"gpt-": "family"}) == "exact"
+
+
+def test_match_model_takes_longest_family_whatever_the_order() -> None:
+    families = {"gpt-": "short", "gpt-4o-": "long", "gpt-4": "middle"}
+
+    assert tokens.match_model("gpt-4o-2024-08-06", {}, families) == "long"
+
+
+def test_match_model_matches_names_and_families_in_any_case() -> None:
+    assert tokens.match_model("GPT-4", {"gpt-4": 1}, {}) == 1
+    assert tokens.match_model("GPT-4O-2024", {}, {"gpt-4o-": 2}) == 2
+
+
+def test_match_model_without_a_match_is_none() -> None:
+    assert tokens.match_model("llama", {"gpt-4": 1}, {"gpt-": 2}) is None
 
 
 def test_get_tokenizer_for_model_and_its_encoding_shares_the_encoding() -> None:
