@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -369,7 +370,7 @@ class ContextAssembler:
             prefix_warnings=warnings,
             final_check_drops=final_drops,
         )
-        _log(report)
+        _log(report, self.budget)
         return Assembled(
             text=SECTION_SEPARATOR.join(s for s in sections.values() if s),
             prefix=prefix,
@@ -495,7 +496,37 @@ class _Options(BaseModel):
     escalation: Escalation
 
 
-def _log(report: Report) -> None:
+def _capped(report: Report, budget: Budget) -> list[tuple[Claimant, int, int]]:
+    """Claimants that left items out at their own max while most of the budget went unused.
+
+    That is a budget sized for a smaller window (the default caps on a 1M-token model):
+    worth a warning naming the cap, since nothing else in the request was short of space.
+    """
+    if report.unused * 2 <= report.budget:
+        return []
+    left_out = Counter(
+        d.claimant for d in report.dropped if d.reason in ("over_budget", "oversize")
+    )
+    capped = []
+    for name, count in left_out.items():
+        a = budget.allocation(name)
+        if a is not None and a.max is not None and report.granted.get(name) == a.max:
+            capped.append((name, count, a.max))
+    return capped
+
+
+def _log(report: Report, budget: Budget) -> None:
+    for name, count, cap in _capped(report, budget):
+        logger.warning(
+            "%s left out %s items at its max of %s tokens while %s of %s tokens were unused; "
+            "raise its max, or size the budget to the model with Budget.for_model",
+            name,
+            f"{count:,}",
+            f"{cap:,}",
+            f"{report.unused:,}",
+            f"{report.budget:,}",
+            extra={"ctxbudget_capped": {"claimant": name, "max": cap, "left_out": count}},
+        )
     if report.retrieval_trimmed:
         holders = ", ".join(f"{name} {tokens:,}" for name, tokens in report.squeezed_by.items())
         logger.warning(

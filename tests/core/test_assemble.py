@@ -884,3 +884,27 @@ def test_every_chunk_is_kept_covered_by_a_kept_document_or_reported(
     for chunk in given_chunks:
         places = (chunk.id in kept) + (chunk.id in covered) + dropped.count(chunk.id)
         assert places == 1, f"{chunk.id} is in {places} places"
+
+
+def test_items_left_out_at_a_cap_while_most_of_the_budget_is_unused_warn_naming_the_cap(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    budget = Budget.default(total=100_000, reserve_output=1_000)
+    assembler = ContextAssembler(tokenizer="o200k_base", budget=budget)
+    with caplog.at_level(logging.WARNING, logger="ctxbudget"):
+        result = assembler.assemble(question="Why?", chunks=chunks(60, words=300))
+    assert result.report.unused > 90_000
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        m.startswith("retrieved left out ") and "at its max of 3,000 tokens while " in m
+        for m in warnings
+    ), warnings
+
+
+def test_items_left_out_in_a_full_budget_do_not_warn_about_caps(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    assembler = ContextAssembler(tokenizer="o200k_base")
+    with caplog.at_level(logging.WARNING, logger="ctxbudget"):
+        assembler.assemble(question="Why?", chunks=chunks(60, words=300), history=turns(80))
+    assert not [r for r in caplog.records if "at its max of" in r.getMessage()]
