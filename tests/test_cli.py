@@ -91,6 +91,18 @@ def test_main_version_returns_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"ctxbudget {version('ctxbudget')}\n"
 
 
+def test_main_without_arguments_prints_prompt_sources_and_report(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([]) == 0
+
+    prompt, rest = capsys.readouterr().out.split("\nSOURCES\n")
+    sources, report = rest.split("\nREPORT\n")
+    assert "\nPROMPT (" in prompt
+    assert "\n[1] returns-global-1  (document returns-policy)\n" in sources
+    assert json.loads(report.split("\n", 1)[1])["budget"] == 5_500
+
+
 def test_main_json_prints_the_report_only(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--json"]) == 0
 
