@@ -62,14 +62,14 @@ CONTEXT_WINDOWS: Mapping[str, int] = {
     "o3-mini": 200_000,
     "o4-mini": 200_000,
 }
-"""Context windows (input plus output, in tokens) of OpenAI models whose tokenizer tiktoken
-knows, from OpenAI's model pages.
+"""Context windows (input plus output, in tokens) of current OpenAI models whose tokenizer
+tiktoken knows, as OpenAI's model pages give them.
 
 A model name resolves by the same rule as `get_tokenizer`, through `match_model`:
 case-insensitive, the exact name first, else the longest listed name followed by ``-``
 (``gpt-4o-2024-08-06`` is a ``gpt-4o`` model, ``gpt-4o-mini-2024-07-18`` a ``gpt-4o-mini``).
 Variants whose window differs from their family's are listed by name (``o1-mini``,
-``gpt-5-chat-latest``), so the family rule never overstates a window.
+``gpt-5-chat-latest``), so the family rule does not give them their family's larger window.
 """
 
 _INPUT_LIMITS: Mapping[str, int] = {"gpt-5": 272_000}
@@ -152,7 +152,7 @@ class Allocation(BaseModel):
         )
 
 
-IMPLICIT: tuple[Claimant, ...] = ("system", "question")
+_IMPLICIT: tuple[Claimant, ...] = ("system", "question")
 """Claimants every budget allocates: when left out, they get `Allocation(name, priority=0)`."""
 
 
@@ -199,7 +199,7 @@ class Budget(BaseModel):
     def _add_implicit(cls, allocations: tuple[Allocation, ...]) -> tuple[Allocation, ...]:
         given = {a.name for a in allocations}
         return allocations + tuple(
-            Allocation(name, priority=0) for name in IMPLICIT if name not in given
+            Allocation(name, priority=0) for name in _IMPLICIT if name not in given
         )
 
     @model_validator(mode="after")
