@@ -84,7 +84,7 @@ class AnthropicPrompt(TypedDict):
     """The ``system`` and ``messages`` arguments of Anthropic's ``client.messages.create``.
 
     >>> client.messages.create(**result.messages(style="anthropic"),  # doctest: +SKIP
-    ...                        model="claude-sonnet-4-5", max_tokens=1024)
+    ...                        model=MODEL, max_tokens=1024)
     """
 
     system: NotRequired[list[TextBlock]]
