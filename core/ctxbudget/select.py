@@ -98,8 +98,7 @@ def surviving_bytes(text: str) -> int:
     kept = _MAY_SHRINK.sub("", text)
     if kept.isascii():
         return len(kept)
-    wide = len(kept) - len(_NOT_WIDE.sub("", kept))
-    return len(kept) + 2 * wide
+    return len(kept) + 2 * len(_NOT_WIDE.sub("", kept))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

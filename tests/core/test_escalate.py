@@ -5,6 +5,7 @@ the document fits in 70% of retrieval's grant -> the document goes in whole, in 
 from __future__ import annotations
 
 import math
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -14,15 +15,25 @@ from ctxbudget import (
     Allocation,
     Assembled,
     Budget,
+    CallableTokenizer,
     Chunk,
     ContextAssembler,
     Dropped,
     Principal,
     TiktokenTokenizer,
 )
-from ctxbudget.escalate import DocumentLoader, Escalation, document_permitted
+from ctxbudget.escalate import (
+    DocumentLoader,
+    Escalation,
+    SectionLoader,
+    as_document,
+    check_loader,
+    document_permitted,
+    load_sections,
+)
 from ctxbudget.permit import AccessPolicy
 from ctxbudget.select import RetrievedClaim
+from tests.conftest import fake_count
 
 
 class FakeLoader:
@@ -86,7 +97,7 @@ def budget(retrieved_max: int | None = 1_000, *, total: int = 20_000) -> Budget:
 
 def assembler(
     o200k: TiktokenTokenizer,
-    loader: DocumentLoader | None,
+    loader: DocumentLoader | SectionLoader | None,
     *,
     retrieved_max: int | None = 1_000,
     **options: Any,
@@ -356,7 +367,8 @@ def test_escalate_loader_returning_non_chunk_raises(o200k: TiktokenTokenizer) ->
 
 def test_escalate_loader_without_load_method_rejected(o200k: TiktokenTokenizer) -> None:
     with pytest.raises(
-        TypeError, match=r"loader must have a load\(document_id\) -> Chunk \| None method; got dict"
+        TypeError,
+        match=r"loader must have a load\(document_id\) -> Chunk \| None method.*; got dict",
     ):
         ContextAssembler(tokenizer=o200k, loader={"manual": "text"})  # type: ignore[arg-type]
 
@@ -441,7 +453,7 @@ def test_escalate_report_total_is_exact_count_of_text(o200k: TiktokenTokenizer) 
 
 # --- permission re-check ------------------------------------------------------------------
 
-ACME = Principal(tenant="acme", groups={"support"})
+ACME = Principal(tenant="acme", groups=frozenset({"support"}))
 
 
 def test_escalate_document_of_other_tenant_not_escalated(o200k: TiktokenTokenizer) -> None:
@@ -544,3 +556,354 @@ def test_escalation_max_share_above_one_rejected() -> None:
         ValidationError, match=r"max_share\n\s+Input should be less than or equal to 1"
     ):
         Escalation(max_share=1.2)
+
+
+# --- loading a document as its sections ---------------------------------------------------
+
+
+class FakeSectionLoader:
+    """Serves documents as section lists and records the principal of every load."""
+
+    def __init__(self, documents: dict[str, Any]) -> None:
+        self.documents = documents
+        self.calls: list[tuple[str, Principal | None]] = []
+
+    def load_sections(self, document_id: str, principal: Principal | None) -> Any:
+        self.calls.append((document_id, principal))
+        return self.documents.get(document_id)
+
+
+def sections(chunks: list[Chunk], *, intro: int = 20, **acl: Any) -> list[Chunk]:
+    """The document the chunks were cut from, as its sections: an introduction, then them."""
+    first = chunks[0]
+    opening = Chunk(
+        id=f"{first.document_id}#intro",
+        document_id=first.document_id,
+        title=first.title,
+        content=text(f"{first.document_id}intro", intro),
+        tenant=first.tenant,
+        groups=first.groups,
+    )
+    return [opening.model_copy(update=acl), *chunks]
+
+
+def test_escalate_sections_sent_joined_in_order(o200k: TiktokenTokenizer) -> None:
+    loader = FakeSectionLoader({"manual": sections(MANUAL)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=[*MANUAL, *FAQ])
+
+    assert result.report.escalated == "manual"
+    (document,) = [s for s in result.sources if s.document]
+    expected = "\n\n".join([text("manualintro", 20), *(c.content for c in MANUAL)])
+    assert document.chunk.content == expected
+    assert f"[1] Manual\n{expected}" in result.text
+    assert document.covers == ("manual#0", "manual#1", "manual#2")
+
+
+def test_escalate_section_loader_receives_principal(o200k: TiktokenTokenizer) -> None:
+    chunks = parts("manual", 3, tenant="acme")
+    loader = FakeSectionLoader({"manual": sections(chunks)})
+
+    assembler(o200k, loader).assemble(question="Q?", chunks=chunks, principal=ACME)
+
+    assert loader.calls == [("manual", ACME)]
+
+
+def test_escalate_section_loader_preferred_over_load(o200k: TiktokenTokenizer) -> None:
+    class Both(FakeSectionLoader):
+        def load(self, document_id: str) -> Chunk | None:
+            raise AssertionError("load_sections should have been used")
+
+    loader = Both({"manual": sections(MANUAL)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=MANUAL)
+
+    assert result.report.escalated == "manual"
+
+
+@pytest.mark.parametrize("answer", [None, []], ids=["none", "no-sections"])
+def test_escalate_section_loader_without_document_not_escalated(
+    o200k: TiktokenTokenizer, answer: Any
+) -> None:
+    loader = FakeSectionLoader({"manual": answer})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=MANUAL)
+
+    assert result.report.escalated is None
+    assert source_ids(result) == ["manual#0", "manual#1", "manual#2"]
+    assert result.report.dropped == ()
+
+
+def test_escalate_sections_blank_ones_left_out(o200k: TiktokenTokenizer) -> None:
+    blank = Chunk(id="manual#blank", document_id="manual", content=" \n ")
+    loader = FakeSectionLoader({"manual": [MANUAL[0], blank, *MANUAL[1:]]})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=MANUAL)
+
+    (document,) = result.sources
+    assert document.chunk.content == "\n\n".join(c.content for c in MANUAL)
+
+
+def test_escalate_sections_all_blank_not_escalated(o200k: TiktokenTokenizer) -> None:
+    blank = [Chunk(id=f"manual#{i}", document_id="manual", content=" ") for i in range(2)]
+    loader = FakeSectionLoader({"manual": blank})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=MANUAL)
+
+    assert result.report.escalated is None
+
+
+def test_escalate_section_not_retrieved_and_forbidden_withholds_document(
+    o200k: TiktokenTokenizer,
+) -> None:
+    # The retriever returned the three visible chunks only; the loader shows the
+    # document also holds an HR-only section. The document stays out.
+    chunks = parts("manual", 3, groups=frozenset({"support"}))
+    loader = FakeSectionLoader({"manual": sections(chunks, groups=frozenset({"hr"}))})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=chunks, principal=ACME)
+
+    assert result.report.escalated is None
+    assert source_ids(result) == ["manual#0", "manual#1", "manual#2"]
+    assert result.report.dropped == (
+        Dropped(claimant="retrieved", kind="document", id="manual", reason="forbidden"),
+    )
+    assert text("manualintro", 20) not in result.text
+
+
+def test_escalate_section_without_acl_when_chunks_had_one_withholds_document(
+    o200k: TiktokenTokenizer,
+) -> None:
+    chunks = parts("manual", 3, tenant="acme")
+    loader = FakeSectionLoader({"manual": sections(chunks, tenant=None)})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=chunks, principal=ACME)
+
+    assert result.report.escalated is None
+    assert [(d.kind, d.reason) for d in result.report.dropped] == [("document", "forbidden")]
+
+
+def test_escalate_sections_checked_against_access_policy(o200k: TiktokenTokenizer) -> None:
+    # Public chunks, public sections, but the request requires groups on everything.
+    loader = FakeSectionLoader({"manual": sections(MANUAL)})
+    strict = AccessPolicy(require_groups=True)
+    chunks = parts("manual", 3, groups=frozenset({"support"}))
+
+    result = assembler(o200k, loader, access=strict).assemble(
+        question="Q?", chunks=chunks, principal=ACME
+    )
+
+    assert result.report.escalated is None
+    assert [(d.kind, d.reason) for d in result.report.dropped] == [("document", "forbidden")]
+
+
+def test_escalate_sections_withheld_when_a_retrieved_chunk_was_forbidden(
+    o200k: TiktokenTokenizer,
+) -> None:
+    # The loader's sections all admit the principal, but the retriever returned a chunk
+    # of the document they may not see: what the loader says does not override that.
+    visible = parts("manual", 3, groups=frozenset({"support"}))
+    hidden = Chunk(id="manual#9", document_id="manual", content="x", groups=frozenset({"hr"}))
+    loader = FakeSectionLoader({"manual": sections(visible)})
+
+    result = assembler(o200k, loader).assemble(
+        question="Q?", chunks=[*visible, hidden], principal=ACME
+    )
+
+    assert result.report.escalated is None
+
+
+def test_escalate_permitted_sections_give_narrowest_acl(o200k: TiktokenTokenizer) -> None:
+    chunks = parts("manual", 3, tenant="acme", groups=frozenset({"support", "sales"}))
+    opening = sections(chunks, groups=frozenset({"support"}))
+    loader = FakeSectionLoader({"manual": opening})
+
+    result = assembler(o200k, loader).assemble(question="Q?", chunks=chunks, principal=ACME)
+
+    (document,) = result.sources
+    assert (document.chunk.tenant, document.chunk.groups) == ("acme", frozenset({"support"}))
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            "the whole manual",
+            r"SectionLoader\.load_sections\('manual', \.\.\.\) returned str; it must return a "
+            r"sequence of Chunk \(the document's sections in order\) or None",
+        ),
+        (
+            {"content": "the whole manual"},
+            r"SectionLoader\.load_sections\('manual', \.\.\.\) returned dict",
+        ),
+        (
+            [MANUAL[0], {"content": "the whole manual"}],
+            r"SectionLoader\.load_sections\('manual', \.\.\.\)\[1\] is a dict; every section "
+            r"must be a Chunk",
+        ),
+    ],
+    ids=["str", "dict", "list-with-dict"],
+)
+def test_escalate_section_loader_wrong_type_raises(
+    o200k: TiktokenTokenizer, answer: Any, message: str
+) -> None:
+    loader = FakeSectionLoader({"manual": answer})
+
+    with pytest.raises(TypeError, match=message) as caught:
+        assembler(o200k, loader).assemble(question="Q?", chunks=MANUAL)
+
+    assert "whole manual" not in str(caught.value)
+
+
+# --- loaders as plain functions -----------------------------------------------------------
+
+
+def test_check_loader_accepts_either_protocol() -> None:
+    documents = FakeLoader({})
+    by_sections = FakeSectionLoader({})
+
+    assert (check_loader(documents), check_loader(by_sections)) == (documents, by_sections)
+
+
+def test_check_loader_rejects_other_objects() -> None:
+    with pytest.raises(
+        TypeError,
+        match=r"loader must have a load\(document_id\) -> Chunk \| None method \(a "
+        r"DocumentLoader\) or a load_sections\(document_id, principal\) -> Sequence\[Chunk\] "
+        r"\| None method \(a SectionLoader\); got dict",
+    ):
+        check_loader({"manual": "text"})
+
+
+def test_load_sections_document_loader_gives_one_section() -> None:
+    document = whole(MANUAL)
+
+    assert load_sections(FakeLoader({"manual": document}), "manual", None) == (document,)
+
+
+def test_load_sections_unknown_document_is_none() -> None:
+    assert load_sections(FakeLoader({}), "manual", ACME) is None
+
+
+def test_as_document_one_section_is_the_document() -> None:
+    section = MANUAL[1]
+
+    document = as_document("manual", [section])
+
+    assert document is not None
+    assert (document.id, document.document_id, document.content) == (
+        "manual",
+        "manual",
+        section.content,
+    )
+
+
+def test_as_document_header_fields_from_first_titled_section() -> None:
+    untitled = Chunk(id="a", content="alpha", source="wiki")
+    titled = Chunk(id="b", content="beta", title="Beta", source="confluence")
+
+    document = as_document("doc", [untitled, titled])
+
+    assert document is not None
+    assert (document.title, document.source) == ("Beta", "confluence")
+    assert document.content == "alpha\n\nbeta"
+
+
+def test_as_document_newest_dates_naive_read_as_utc() -> None:
+    early = Chunk(id="a", content="a", updated_at=datetime(2024, 5, 1, 12), effective_date=None)
+    late = Chunk(
+        id="b",
+        content="b",
+        updated_at=datetime(2024, 5, 1, 11, tzinfo=UTC),
+        effective_date=date(2024, 1, 1),
+    )
+    later = Chunk(id="c", content="c", updated_at=datetime(2024, 5, 1, 13))
+
+    document = as_document("doc", [early, late, later])
+
+    assert document is not None
+    assert document.updated_at == datetime(2024, 5, 1, 13)
+    assert document.effective_date == date(2024, 1, 1)
+
+
+def test_as_document_parse_warnings_collected_once_each() -> None:
+    a = Chunk(id="a", content="a", parse_warnings=("OCR 0.7", "table cut"))
+    b = Chunk(id="b", content="b", parse_warnings=("table cut",))
+
+    document = as_document("doc", [a, b])
+
+    assert document is not None
+    assert document.parse_warnings == ("OCR 0.7", "table cut")
+
+
+def test_as_document_groups_every_section_admits() -> None:
+    a = Chunk(id="a", content="a", groups=frozenset({"sales", "support"}))
+    b = Chunk(id="b", content="b", groups=frozenset({"support", "hr"}))
+    c = Chunk(id="c", content="c")
+
+    document = as_document("doc", [a, b, c])
+
+    assert document is not None
+    assert (document.tenant, document.groups) == (None, frozenset({"support"}))
+
+
+def test_as_document_no_acl_stays_public() -> None:
+    document = as_document("doc", [Chunk(id="a", content="a"), Chunk(id="b", content="b")])
+
+    assert document is not None
+    assert (document.tenant, document.groups) == (None, None)
+
+
+def test_as_document_sections_of_two_tenants_give_none() -> None:
+    a = Chunk(id="a", content="a", tenant="acme")
+    b = Chunk(id="b", content="b", tenant="globex")
+
+    assert as_document("doc", [a, b]) is None
+
+
+# --- a loader's token count, and the final count ------------------------------------------
+
+
+def test_escalate_understated_document_tokens_decided_on_real_cost(
+    o200k: TiktokenTokenizer,
+) -> None:
+    # Issue #6: a document given as 50 tokens that really costs over 1,000 was escalated,
+    # then dropped by the final count with the chunks it covered, leaving no retrieval.
+    # It is counted instead, and too large to escalate.
+    document = whole(MANUAL, extra_words=150, tokens=50)
+    assert o200k.count(document.content) > 1_000
+    loader = FakeLoader({"manual": document})
+    tight = ContextAssembler(tokenizer=o200k, budget=budget(1_000, total=1_100), loader=loader)
+
+    result = tight.assemble(question="Q?", chunks=[*MANUAL, *FAQ])
+
+    assert result.report.escalated is None
+    assert sorted(source_ids(result)) == ["faq#0", "faq#1", "manual#0", "manual#1", "manual#2"]
+    assert result.report.final_check_drops == 0
+
+
+def test_escalate_document_dropped_by_final_count_falls_back_to_its_chunks() -> None:
+    # A tokenizer whose count of the whole prompt exceeds the sum of its parts while the
+    # document's introduction is in it: the estimate fits, the final count does not, and
+    # the document must go. Its chunks come back rather than vanish.
+    intro = text("manualintro", 20)
+
+    def surcharged(prompt: str) -> int:
+        return fake_count(prompt) + (50_000 if intro in prompt and "Why?" in prompt else 0)
+
+    tokenizer = CallableTokenizer(surcharged, name="surcharged")
+    loader = FakeLoader({"manual": whole(MANUAL)})
+    assembler = ContextAssembler(tokenizer=tokenizer, budget=budget(1_000), loader=loader)
+
+    result = assembler.assemble(question="Why?", chunks=[*MANUAL, *FAQ])
+
+    # The other document's chunks rank below the manual and went first; then the manual.
+    assert result.report.escalated is None
+    assert result.report.total <= result.report.budget
+    assert source_ids(result) == ["manual#0", "manual#1", "manual#2"]
+    assert [(d.kind, d.id, d.reason) for d in result.report.dropped] == [
+        ("document", "manual", "over_budget"),
+        ("chunk", "faq#1", "over_budget"),
+        ("chunk", "faq#0", "over_budget"),
+    ]
+    assert result.report.final_check_drops == 3

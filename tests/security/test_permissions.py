@@ -23,6 +23,7 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     CtxBudgetError,
+    Escalation,
     Principal,
     TiktokenTokenizer,
     get_tokenizer,
@@ -312,7 +313,7 @@ class Loader:
         return self.document if document_id == self.document.id else None
 
 
-ACME = Principal(tenant="acme", groups={"sales"})
+ACME = Principal(tenant="acme", groups=frozenset({"sales"}))
 SALT = "5f0c2a44-0b7e-4c3e-9a51-5a8f1f0e6b21"
 DOCUMENT_CANARY = canary(SALT, 999)
 
@@ -437,3 +438,142 @@ def test_forbidden_chunk_never_in_exception_message(caplog: pytest.LogCaptureFix
         )
 
     assert canary(SALT, 0) not in raised(caught.value, caplog.records)
+
+
+# --- documents loaded as their sections ---------------------------------------------------
+
+
+class SectionsLoader:
+    """A SectionLoader serving one document's sections and recording who asked."""
+
+    def __init__(self, document_id: str, sections: list[Chunk]) -> None:
+        self.document_id = document_id
+        self.sections = sections
+        self.principals: list[Principal | None] = []
+
+    def load_sections(self, document_id: str, principal: Principal | None) -> list[Chunk] | None:
+        self.principals.append(principal)
+        return self.sections if document_id == self.document_id else None
+
+
+def handbook_sections(acls: list[dict[str, Any]]) -> list[Chunk]:
+    """The handbook as sections c0, c1, ...; each carries its canary and the given ACL."""
+    return [
+        secret_chunk(i, SALT, document_id="handbook", ordinal=i, **acl)
+        for i, acl in enumerate(acls)
+    ]
+
+
+SALES = {"tenant": "acme", "groups": frozenset({"sales"})}
+HR = {"tenant": "acme", "groups": frozenset({"hr"})}
+
+
+def test_escalation_restricted_section_not_retrieved_never_exposed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Issue #6: the retriever returned the three sections the principal may see, not the
+    # HR-only fourth. Sending the handbook whole would put the HR section in the prompt.
+    sections = handbook_sections([SALES, SALES, SALES, HR])
+    loader = SectionsLoader("handbook", sections)
+    assembler = ContextAssembler(tokenizer=TOKENIZER, loader=loader)
+
+    with caplog.at_level(logging.DEBUG, logger="ctxbudget"):
+        result = assembler.assemble(question="Q?", chunks=sections[:3], principal=ACME)
+
+    assert loader.principals == [ACME]
+    assert result.report.escalated is None
+    assert canary(SALT, 3) not in exposed(result, caplog.records)
+    assert [s.chunk.id for s in result.sources] == ["c0", "c1", "c2"]
+    assert [(d.kind, d.id, d.reason) for d in result.report.dropped] == [
+        ("document", "handbook", "forbidden")
+    ]
+
+
+def test_escalation_permitted_sections_sent_whole() -> None:
+    # The control for the test above: with the fourth section visible, the handbook goes in.
+    sections = handbook_sections([SALES, SALES, SALES, SALES])
+    assembler = ContextAssembler(tokenizer=TOKENIZER, loader=SectionsLoader("handbook", sections))
+
+    result = assembler.assemble(question="Q?", chunks=sections[:3], principal=ACME)
+
+    assert result.report.escalated == "handbook"
+    assert canary(SALT, 3) in result.text
+
+
+def test_escalation_loader_type_error_never_shows_text() -> None:
+    class Leaky:
+        def load_sections(self, document_id: str, principal: Principal | None) -> list[Any]:
+            return [{"content": DOCUMENT_CANARY}]
+
+    chunks = permitted_parts(tenant="acme", groups=frozenset({"sales"}))
+    assembler = ContextAssembler(tokenizer=TOKENIZER, loader=Leaky())
+
+    with pytest.raises(
+        TypeError, match=r"\[0\] is a dict; every section must be a Chunk"
+    ) as caught:
+        assembler.assemble(question="Q?", chunks=chunks, principal=ACME)
+
+    assert DOCUMENT_CANARY not in raised(caught.value, [])
+
+
+@PROPERTY
+@given(data=st.data(), principal=known_principals, policy=policies, salt=st.uuids().map(str))
+def test_section_canary_exposed_only_when_every_section_permitted(
+    caplog: pytest.LogCaptureFixture,
+    data: st.DataObject,
+    principal: Principal,
+    policy: AccessPolicy,
+    salt: str,
+) -> None:
+    # Most sections share an ACL that admits the principal; any may be restricted.
+    tenant = data.draw(st.sampled_from([None, principal.tenant]), label="document tenant")
+    admitting = st.tuples(
+        st.just(tenant),
+        st.sampled_from([None, frozenset({min(principal.groups)})])
+        if data.draw(st.booleans(), label="groups may be absent")
+        else st.frozensets(st.sampled_from(GROUPS)).map(lambda g: g | {min(principal.groups)}),
+    )
+    section_acls = data.draw(
+        st.lists(st.one_of(admitting, admitting, admitting, acls), min_size=2, max_size=5),
+        label="section ACLs",
+    )
+    sections = [
+        secret_chunk(i, salt, tenant=t, groups=g, document_id="doc", ordinal=i)
+        for i, (t, g) in enumerate(section_acls)
+    ]
+    # Which sections the retriever returned, as chunks: any subset, in any order.
+    returned = data.draw(st.permutations(sections), label="retriever order")
+    how_many = st.one_of(st.just(len(returned)), st.integers(0, len(returned)))
+    returned = returned[: data.draw(how_many, label="returned")]
+    assembler = ContextAssembler(
+        tokenizer=TOKENIZER,
+        budget=SCENARIOS["generous"].budget,
+        access=policy,
+        loader=SectionsLoader("doc", sections),
+        escalation=Escalation(min_chunks=2),
+    )
+    caplog.clear()
+
+    with caplog.at_level(logging.DEBUG, logger="ctxbudget"):
+        result = assembler.assemble(question="Q?", chunks=returned, principal=principal)
+
+    # The rule, restated: the document may go whole only if the principal may see every
+    # section (carrying each kind of ACL its shown chunks carried) and every chunk returned.
+    shown = [c for c in returned if visible(c.tenant, c.groups, principal, policy)]
+    strict = AccessPolicy(
+        require_tenant=policy.require_tenant or any(c.tenant is not None for c in shown),
+        require_groups=policy.require_groups or any(c.groups is not None for c in shown),
+    )
+    whole_allowed = len(shown) == len(returned) and all(
+        visible(s.tenant, s.groups, principal, strict) for s in sections
+    )
+    escalated = result.report.escalated == "doc"
+    restricted_unreturned = any(
+        not visible(s.tenant, s.groups, principal, policy) and s not in returned for s in sections
+    )
+    event(f"escalated: {escalated}; a restricted section not returned: {restricted_unreturned}")
+    assert escalated == (whole_allowed and len(shown) >= 2)
+    seen = exposed(result, caplog.records)
+    readable = {c.id for c in (sections if escalated else shown)}
+    hidden = [canary(salt, i) for i, s in enumerate(sections) if s.id not in readable]
+    assert [c for c in hidden if c in seen] == []
