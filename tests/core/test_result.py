@@ -217,7 +217,7 @@ def test_strict_openai_check_rejects_a_tool_turn_without_tool_call_id() -> None:
         openai_valid(generic[1:])
 
 
-def test_strict_anthropic_check_rejects_a_system_key_it_does_not_know() -> None:
+def test_strict_anthropic_check_rejects_an_unknown_request_key() -> None:
     with pytest.raises(ValidationError, match="cache\n  Extra inputs are not permitted"):
         anthropic_valid({"messages": [], "cache": True})
 
