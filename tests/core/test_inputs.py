@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import copy
+import enum
+import inspect
+import json
+import math
+import pickle
+import pydoc
+import time
+from collections.abc import Callable
+from datetime import date
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
 
 from ctxbudget import Chunk, Principal, Tool, Turn
+from ctxbudget.inputs import check_text
 
 SURROGATE_MESSAGE = r"\n\s+Value error, contains a lone surrogate U\+D800 at index 2"
 
@@ -54,22 +67,18 @@ def test_principal_groups_default_empty_frozenset() -> None:
 # --- normalisation ------------------------------------------------------------------------
 
 
-def test_chunk_unknown_keyword_goes_to_metadata() -> None:
-    assert chunk(url="https://example.com/refunds").metadata == {
+def test_chunk_metadata_keeps_extra_data() -> None:
+    assert chunk(metadata={"url": "https://example.com/refunds"}).metadata == {
         "url": "https://example.com/refunds"
     }
 
 
-def test_chunk_unknown_keyword_merges_with_metadata() -> None:
-    assert chunk(metadata={"lang": "en"}, url="u").metadata == {"lang": "en", "url": "u"}
-
-
 def test_chunk_model_validate_does_not_mutate_input() -> None:
-    data = {"id": "c1", "content": "x", "url": "u", "heading_path": None}
+    data = {"id": "c1", "content": "x", "metadata": None, "heading_path": None}
 
     Chunk.model_validate(data)
 
-    assert data == {"id": "c1", "content": "x", "url": "u", "heading_path": None}
+    assert data == {"id": "c1", "content": "x", "metadata": None, "heading_path": None}
 
 
 def test_chunk_metadata_none_becomes_empty_dict() -> None:
@@ -140,6 +149,10 @@ def test_tool_rejects_lone_surrogate_in_description() -> None:
 def test_principal_rejects_lone_surrogate_in_tenant() -> None:
     with pytest.raises(ValidationError, match="tenant" + SURROGATE_MESSAGE):
         Principal(tenant="ab\ud800")
+
+
+def test_check_text_returns_valid_text_unchanged() -> None:
+    assert check_text("caf\u00e9 \U0001f44d") == "caf\u00e9 \U0001f44d"
 
 
 def test_chunk_lone_surrogate_message_names_low_surrogate() -> None:
@@ -237,9 +250,9 @@ def test_turn_rejects_non_string_content() -> None:
         Turn(role="user", content=3)
 
 
-def test_chunk_rejects_non_dict_metadata_with_extras() -> None:
+def test_chunk_rejects_non_dict_metadata() -> None:
     with pytest.raises(ValidationError, match=r"metadata\n\s+Input should be a valid dictionary"):
-        chunk(metadata=["x"], url="u")
+        chunk(metadata=["x"])
 
 
 def test_chunk_requires_content() -> None:
@@ -260,11 +273,6 @@ def test_tool_rejects_invalid_name(name: str) -> None:
         Tool(name=name)
 
 
-def test_tool_rejects_unknown_field() -> None:
-    with pytest.raises(ValidationError, match=r"schema\n\s+Extra inputs are not permitted"):
-        Tool(name="search", schema={})
-
-
 @pytest.mark.parametrize("role", ["system", "user", "assistant", "tool"])
 def test_turn_accepts_known_role(role: str) -> None:
     assert Turn(role=role, content="hi").role == role
@@ -277,11 +285,6 @@ def test_turn_rejects_unknown_role(role: str) -> None:
         match=r"role\n\s+Input should be 'system', 'user', 'assistant' or 'tool'",
     ):
         Turn(role=role, content="hi")
-
-
-def test_turn_rejects_unknown_field() -> None:
-    with pytest.raises(ValidationError, match=r"name\n\s+Extra inputs are not permitted"):
-        Turn(role="user", content="hi", name="alice")
 
 
 # --- confidentiality ----------------------------------------------------------------------
@@ -299,3 +302,473 @@ def test_chunk_str_omits_content() -> None:
     made = chunk(id="c1", content="SECRET payroll figures")
 
     assert "SECRET" not in str(made)
+
+
+# --- strict field names -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("keyword", "meant"),
+    [
+        ("tennant", "tenant"),
+        ("tenant_id", "tenant"),
+        ("org_id", "tenant"),
+        ("gropus", "groups"),
+        ("allowed_groups", "groups"),
+        ("acl", "groups"),
+        ("titel", "title"),
+        ("contents", "content"),
+    ],
+)
+def test_chunk_unknown_keyword_names_closest_field(keyword: str, meant: str) -> None:
+    with pytest.raises(
+        ValidationError,
+        match=rf"unknown Chunk field '{keyword}'; did you mean '{meant}'\? "
+        r"Extra data goes in metadata=\{\.\.\.\}",
+    ):
+        chunk(**{keyword: "acme"})
+
+
+def test_chunk_unknown_keyword_without_close_field_says_where_data_goes() -> None:
+    with pytest.raises(
+        ValidationError, match=r"unknown Chunk field 'url'\. Extra data goes in metadata="
+    ):
+        chunk(url="https://example.com/refunds")
+
+
+def test_chunk_unknown_keywords_are_all_named() -> None:
+    with pytest.raises(
+        ValidationError,
+        match=r"unknown Chunk fields 'tennant' \(did you mean 'tenant'\?\), 'url'\. Extra data",
+    ):
+        chunk(tennant="acme", url="u")
+
+
+def test_chunk_unknown_keyword_error_has_pydantics_extra_forbidden_type() -> None:
+    with pytest.raises(ValidationError) as caught:
+        chunk(tennant="acme")
+
+    assert [e["type"] for e in caught.value.errors()] == ["extra_forbidden"]
+
+
+def test_chunk_model_validate_rejects_unknown_key() -> None:
+    with pytest.raises(ValidationError, match=r"unknown Chunk field 'gropus'; did you mean"):
+        Chunk.model_validate({"id": "c1", "content": "x", "gropus": ["hr"]})
+
+
+def test_chunk_model_validate_json_rejects_unknown_key() -> None:
+    with pytest.raises(ValidationError, match=r"unknown Chunk field 'tenant_id'; did you mean"):
+        Chunk.model_validate_json('{"id": "c1", "content": "x", "tenant_id": "acme"}')
+
+
+def test_chunk_model_validate_rejects_non_mapping() -> None:
+    with pytest.raises(ValidationError, match=r"Input should be a valid dictionary or instance"):
+        Chunk.model_validate(["c1", "x"])
+
+
+def test_chunk_model_validate_rejects_non_string_key() -> None:
+    with pytest.raises(ValidationError, match=r"unknown Chunk field 1\. Extra data"):
+        Chunk.model_validate({"id": "c1", "content": "x", 1: "y"})
+
+
+def test_chunk_unknown_keyword_message_cuts_long_key_short() -> None:
+    with pytest.raises(ValidationError) as caught:
+        chunk(**{"x" * 100_000: 1})
+
+    assert "'xxxxxxxxxx" in str(caught.value)
+    assert len(str(caught.value)) < 500
+
+
+def test_chunk_validation_error_does_not_quote_content() -> None:
+    with pytest.raises(ValidationError) as caught:
+        chunk(content="SECRET payroll figures", tennant="acme")
+
+    assert "SECRET" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "fields", "message"),
+    [
+        (Turn, {"role": "user", "content": "hi", "rol": "user"}, "'rol'; did you mean 'role'"),
+        (Turn, {"role": "user", "content": "hi", "name": "x"}, r"'name'\. Turn fields are: role, "),
+        (Tool, {"name": "search", "parameter": {}}, "'parameter'; did you mean 'parameters'"),
+        (Tool, {"name": "search", "schema": {}}, r"'schema'\. Tool fields are: name, description"),
+        (Principal, {"tenant_id": "acme"}, "'tenant_id'; did you mean 'tenant'"),
+        (Principal, {"group": ["hr"]}, "'group'; did you mean 'groups'"),
+    ],
+)
+def test_model_unknown_keyword_names_closest_field(
+    model: type[Turn | Tool | Principal], fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=rf"unknown {model.__name__} field {message}"):
+        model(**fields)
+
+
+@given(
+    name=st.text(max_size=30).filter(lambda n: n not in Chunk.model_fields),
+    value=st.none() | st.text(max_size=10) | st.integers() | st.lists(st.text(max_size=5)),
+)
+def test_chunk_never_accepts_a_keyword_that_is_not_a_field(name: str, value: object) -> None:
+    made = None
+    with pytest.raises(ValidationError, match="unknown Chunk field"):
+        made = Chunk(**{"id": "c1", "content": "x", name: value})  # type: ignore[arg-type]
+
+    assert made is None
+
+
+# --- ACL-looking metadata -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key", ["tenant_id", "TenantId", "org", "allowed-groups", "ACL", "group_ids", "visibility"]
+)
+def test_chunk_rejects_acl_metadata_without_acl_fields(key: str) -> None:
+    with pytest.raises(
+        ValidationError,
+        match=rf"metadata key '{key}' looks like an access rule, but the chunk sets neither "
+        r"tenant= nor groups=, so everyone would see it",
+    ):
+        chunk(metadata={key: "hr"})
+
+
+def test_chunk_acl_metadata_error_names_the_field_to_set() -> None:
+    with pytest.raises(ValidationError, match=r"set tenant=\.\.\. on the Chunk instead"):
+        chunk(metadata={"tenant_id": "acme"})
+
+
+def test_chunk_acl_metadata_error_names_every_key_and_field() -> None:
+    with pytest.raises(
+        ValidationError,
+        match=r"metadata keys 'tenant_id', 'acl' look like access rules.*"
+        r"set tenant=\.\.\. and/or groups=\.\.\. on the Chunk instead",
+    ):
+        chunk(metadata={"tenant_id": "acme", "acl": ["hr"], "url": "u"})
+
+
+@pytest.mark.parametrize("acl", [{"tenant": "acme"}, {"groups": {"hr"}}, {"groups": frozenset()}])
+def test_chunk_acl_metadata_is_passthrough_when_acl_fields_set(acl: dict[str, Any]) -> None:
+    assert chunk(metadata={"tenant_id": "acme", "acl": ["hr"]}, **acl).metadata == {
+        "tenant_id": "acme",
+        "acl": ["hr"],
+    }
+
+
+def test_chunk_acl_metadata_key_with_none_value_is_allowed() -> None:
+    assert chunk(metadata={"tenant": None}).metadata == {"tenant": None}
+
+
+@pytest.mark.parametrize("key", ["owner", "author", "users", "source_url", "tenantless"])
+def test_chunk_descriptive_metadata_key_is_allowed(key: str) -> None:
+    assert chunk(metadata={key: "x"}).metadata == {key: "x"}
+
+
+def test_chunk_metadata_nested_acl_keys_are_not_searched() -> None:
+    # Documented limit: only top-level keys are checked.
+    assert chunk(metadata={"origin": {"tenant_id": "acme"}}).metadata == {
+        "origin": {"tenant_id": "acme"}
+    }
+
+
+# --- documentation ------------------------------------------------------------------------
+
+MODELS = [Chunk, Turn, Tool, Principal]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_json_schema_describes_every_field(model: type[BaseModel]) -> None:
+    properties = model.model_json_schema()["properties"]
+
+    assert [name for name, p in properties.items() if not p.get("description")] == []
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_help_lists_every_field_with_its_description(model: type[BaseModel]) -> None:
+    text = pydoc.render_doc(model, renderer=pydoc.plaintext)
+    shown = " ".join(word for word in text.split() if word != "|")  # unwrapped, margins gone
+
+    for name, field in model.model_fields.items():
+        assert f"{name}: " in shown
+        assert " ".join(str(field.description).split()) in shown
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_json_schema_description_omits_help_field_list(model: type[BaseModel]) -> None:
+    assert "Fields:" not in model.model_json_schema()["description"]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_signature_shows_plain_types(model: type[BaseModel]) -> None:
+    signature = str(inspect.signature(model))
+
+    assert "Annotated" not in signature
+    assert "Validator" not in signature
+
+
+def test_chunk_signature_reads_as_written() -> None:
+    signature = str(inspect.signature(Chunk))
+
+    assert signature.startswith("(*, id: str, content: str, document_id: str = <factory>, ")
+    assert "groups: frozenset[str] | None = None" in signature
+    assert "tokens: int | None = None" in signature
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_has_no_public_validator_methods(model: type[BaseModel]) -> None:
+    assert [name for name in vars(model) if "valid" in name and not name.startswith("_")] == []
+
+
+def test_chunk_document_id_default_is_documented() -> None:
+    schema = Chunk.model_json_schema()
+
+    assert "Defaults to `id`" in schema["properties"]["document_id"]["description"]
+    assert "Defaults to `id`" in pydoc.render_doc(Chunk, renderer=pydoc.plaintext)
+    assert "document_id" not in schema["required"]
+
+
+# --- tool parameters ----------------------------------------------------------------------
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Search terms, e.g. \u201crefund\u201d"},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 2**64, "default": 5},
+        "mode": {"enum": ["fast", "exact", None], "x-weight": 0.5, "x-strict": True},
+    },
+    "required": ["query"],
+}
+
+
+def test_tool_parameters_keep_json_schema_as_given() -> None:
+    tool = Tool(name="search", parameters=SCHEMA)
+
+    assert tool.parameters == SCHEMA
+    assert json.dumps(tool.parameters) == json.dumps(SCHEMA)
+
+
+def test_tool_parameters_default_is_empty_object() -> None:
+    assert Tool(name="search").parameters == {}
+
+
+def test_tool_model_dump_gives_plain_json_data() -> None:
+    dumped = Tool(name="search", parameters=SCHEMA).model_dump()["parameters"]
+
+    assert dumped == SCHEMA
+    assert type(dumped) is dict
+    assert type(dumped["required"]) is list
+
+
+def test_tool_parameters_are_a_copy_of_the_input() -> None:
+    schema = copy.deepcopy(SCHEMA)
+    tool = Tool(name="search", parameters=schema)
+
+    schema["required"].append("limit")
+
+    assert tool.parameters["required"] == ["query"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: p.__setitem__("type", "array"),
+        lambda p: p.update(type="array"),
+        lambda p: p.pop("type"),
+        lambda p: p["properties"].clear(),
+        lambda p: p["required"].append("limit"),
+        lambda p: p["required"].__setitem__(0, "limit"),
+        lambda p: p["required"].extend(["limit"]),
+    ],
+    ids=["setitem", "update", "pop", "nested-clear", "append", "list-setitem", "extend"],
+)
+def test_tool_parameters_are_read_only(change: Callable[[Any], object]) -> None:
+    tool = Tool(name="search", parameters=SCHEMA)
+
+    with pytest.raises(TypeError, match=r"is read-only: Tool\.parameters cannot change"):
+        change(tool.parameters)
+
+    assert tool.parameters == SCHEMA
+
+
+@pytest.mark.parametrize(
+    "clone",
+    [
+        copy.copy,
+        copy.deepcopy,
+        lambda t: pickle.loads(pickle.dumps(t)),
+        lambda t: t.model_copy(deep=True),
+    ],
+    ids=["copy", "deepcopy", "pickle", "model_copy"],
+)
+def test_tool_parameters_survive_copies_read_only(clone: Callable[[Tool], Tool]) -> None:
+    copied = clone(Tool(name="search", parameters=SCHEMA))
+
+    assert copied.parameters == SCHEMA
+    with pytest.raises(TypeError, match="read-only"):
+        copied.parameters["required"].append("limit")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_tool_parameters_reject_non_finite_number_naming_path(value: float) -> None:
+    schema = {"properties": {"x": {"enum": [1, 2, value]}}}
+
+    with pytest.raises(
+        ValidationError,
+        match=r"parameters\n\s+Value error, parameters\.properties\.x\.enum\[2\] is -?(nan|inf); "
+        r"JSON has no NaN or infinity and providers reject it: use a finite number, or null",
+    ):
+        Tool(name="search", parameters=schema)
+
+
+def test_tool_parameters_reject_nan_from_json() -> None:
+    with pytest.raises(ValidationError, match=r"parameters\.default is nan"):
+        Tool.model_validate_json('{"name": "search", "parameters": {"default": NaN}}')
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "fix"),
+    [
+        (("a", "b"), "tuple", "JSON has no tuple: use a list"),
+        ({"a"}, "set", "JSON has no set: use a sorted list"),
+        (frozenset({"a"}), "frozenset", "JSON has no set: use a sorted list"),
+        (b"a", "bytes", "JSON has no bytes: decode them to a str"),
+        (bytearray(b"a"), "bytearray", "JSON has no bytes: decode them to a str"),
+        (object(), "object", r"convert it first \(a pydantic model: \.model_dump\(mode='json'\)"),
+        (date(2026, 1, 1), "date", "convert it first"),
+    ],
+)
+def test_tool_parameters_reject_non_json_value_naming_path(
+    value: object, kind: str, fix: str
+) -> None:
+    with pytest.raises(
+        ValidationError,
+        match=rf"parameters\.properties\.x\.default has type {kind}, which is not JSON data "
+        rf"\(dict, list, str, int, float, bool or None\); {fix}",
+    ):
+        Tool(name="search", parameters={"properties": {"x": {"default": value}}})
+
+
+def test_tool_parameters_reject_non_string_key() -> None:
+    with pytest.raises(
+        ValidationError,
+        match=r"parameters\.properties has key 3 \(int\); JSON object keys are strings: use '3'",
+    ):
+        Tool(name="search", parameters={"properties": {3: {"type": "string"}}})
+
+
+def test_tool_parameters_reject_lone_surrogate_in_value() -> None:
+    with pytest.raises(
+        ValidationError,
+        match=r"parameters\.required\[1\] contains a lone surrogate U\+D800 at index 2",
+    ):
+        Tool(name="search", parameters={"required": ["q", "ab\ud800"]})
+
+
+def test_tool_parameters_reject_lone_surrogate_in_key_naming_path() -> None:
+    with pytest.raises(
+        ValidationError,
+        match=r"parameters\['a b'\] has a key that contains a lone surrogate U\+DC00 at index 1",
+    ):
+        Tool(name="search", parameters={"a b": {"k\udc00": 1}})
+
+
+def test_tool_parameters_reject_integer_too_long_for_json() -> None:
+    with pytest.raises(ValidationError, match=r"parameters\.maximum is an integer too long"):
+        Tool(name="search", parameters={"maximum": 10**5_000})
+
+
+def test_tool_parameters_accept_str_and_int_subclasses() -> None:
+    class Mode(enum.StrEnum):
+        FAST = "fast"
+
+    tool = Tool(name="search", parameters={"enum": [Mode.FAST], "max": enum.IntEnum("N", "A").A})
+
+    assert json.dumps(tool.parameters) == '{"enum": ["fast"], "max": 1}'
+
+
+@pytest.mark.parametrize("value", [[], "schema", None])
+def test_tool_parameters_reject_non_object(value: object) -> None:
+    with pytest.raises(
+        ValidationError,
+        match=r"parameters\n\s+Value error, must be a JSON object \(a dict holding the "
+        r"arguments' JSON schema\), but got a",
+    ):
+        Tool(name="search", parameters=value)
+
+
+def nested(levels: int) -> dict[str, Any]:
+    """A dict `levels` objects deep (the outermost counts as one)."""
+    value: dict[str, Any] = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+def test_tool_parameters_accept_64_levels() -> None:
+    assert Tool(name="search", parameters=nested(64)).parameters == nested(64)
+
+
+def test_tool_parameters_reject_65_levels_naming_path() -> None:
+    with pytest.raises(ValidationError, match=r"parameters(\.a){64} nests deeper than 64 levels"):
+        Tool(name="search", parameters=nested(65))
+
+
+def test_tool_parameters_reject_self_reference_without_recursion_error() -> None:
+    looped: dict[str, Any] = {}
+    looped["items"] = [looped]
+
+    with pytest.raises(ValidationError, match=r"a dict or list that contains itself nests forever"):
+        Tool(name="search", parameters=looped)
+
+
+def test_tool_parameters_reject_shared_lists_that_expand_past_the_value_limit() -> None:
+    # 2**40 values in JSON from 40 small lists in Python: refused after a bounded walk.
+    shared: list[Any] = [0]
+    for _ in range(40):
+        shared = [shared, shared]
+
+    with pytest.raises(
+        ValidationError, match=r"parameters holds more than 100,000 values"
+    ) as caught:
+        Tool(name="search", parameters={"items": shared})
+
+    assert len(str(caught.value)) < 1_000  # the error does not repr its input
+
+
+def shape_seconds(parameters: dict[str, Any]) -> float:
+    best = math.inf
+    for _ in range(3):
+        start = time.perf_counter()
+        Tool(name="search", parameters=parameters)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def test_tool_parameters_deep_nesting_costs_no_more_than_flat() -> None:
+    # Same number of containers and of scalars; only the shape differs. A path copied
+    # per level would make the deep shape about 30 times slower.
+    def chain() -> list[Any]:
+        value: list[Any] = ["s"]
+        for _ in range(61):
+            value = ["s", value]
+        return value
+
+    n = 20_000
+    flat = {"properties": {f"p{i}": {"type": "string"} for i in range(n)}}
+    deep = {"properties": {f"p{i}": chain() for i in range(n // 62)}}
+
+    assert shape_seconds(deep) < 4 * shape_seconds(flat)
+
+
+json_data = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)  # fmt: skip
+
+
+@given(st.dictionaries(st.text(), json_data, max_size=4))
+def test_tool_parameters_round_trip_any_json_data(parameters: dict[str, Any]) -> None:
+    tool = Tool(name="search", parameters=parameters)
+
+    assert tool.parameters == parameters
+    assert json.dumps(tool.parameters) == json.dumps(parameters)
