@@ -25,6 +25,7 @@ from ctxbudget.permit import AccessPolicy
 from ctxbudget.report import Dropped, Report
 from ctxbudget.result import Assembled, Message, Source
 from ctxbudget.scan import flag_instructions, scan_for_instructions
+from ctxbudget.sources import Selection, SourceOptions, select_sources
 from ctxbudget.tokens import (
     CallableTokenizer,
     HuggingFaceTokenizer,
@@ -59,8 +60,10 @@ __all__ = [
     "Order",
     "Principal",
     "Report",
+    "Selection",
     "Source",
     "SourceFormat",
+    "SourceOptions",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",
@@ -73,4 +76,5 @@ __all__ = [
     "get_tokenizer",
     "neutralise",
     "scan_for_instructions",
+    "select_sources",
 ]

@@ -5,30 +5,36 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ctxbudget._claims import ListClaim, text_claim
-from ctxbudget._fit import Fit
+from ctxbudget._exact import Rendered, render_exactly
 from ctxbudget.allocate import Allocated, allocate
 from ctxbudget.budget import Budget, Claimant
 from ctxbudget.conflicts import ConflictPolicy
 from ctxbudget.dedup import Dedup
 from ctxbudget.errors import ContextBudgetError, InputError
-from ctxbudget.escalate import DocumentLoader, Escalation
+from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader
 from ctxbudget.fence import SourceFormat, fence_rule
 from ctxbudget.history import HistoryClaim
 from ctxbudget.inputs import Chunk, Principal, Tool, Turn, check_text
 from ctxbudget.layout import FRAMES, ORDER, PREFIX, SECTION_SEPARATOR
 from ctxbudget.order import Order
-from ctxbudget.permit import AccessPolicy, permitted
+from ctxbudget.permit import AccessPolicy
 from ctxbudget.prefix import prefix_hash, volatile_parts
-from ctxbudget.render import RenderOptions
-from ctxbudget.report import Dropped, DropReason, Report
+from ctxbudget.report import Dropped, Report
 from ctxbudget.result import Assembled, Source
-from ctxbudget.select import RetrievedClaim, SourceSettings, rank
+from ctxbudget.select import RetrievedClaim
+from ctxbudget.sources import (
+    Selection,
+    SourceOptions,
+    check_chunks,
+    check_principal,
+    retrieved_claim,
+    select_with,
+    sources_of,
+)
 from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
 from ctxbudget.tools import tools_claim
 
@@ -60,7 +66,7 @@ class ContextAssembler:
         datamark: bool = False,
         fence_rule: bool = True,
         access: AccessPolicy | None = None,
-        loader: DocumentLoader | None = None,
+        loader: DocumentLoader | SectionLoader | None = None,
         escalation: Escalation | None = None,
         cache_size: int = 16_384,
     ) -> None:
@@ -91,13 +97,8 @@ class ContextAssembler:
                 f"tokenizer must be a model/encoding name or a Tokenizer, not "
                 f"{type(tokenizer).__name__}; wrap a function in CallableTokenizer(fn, name=...)"
             )
-        if loader is not None and not isinstance(loader, DocumentLoader):
-            raise TypeError(
-                f"loader must have a load(document_id) -> Chunk | None method; got "
-                f"{type(loader).__name__}"
-            )
         self.budget = Budget.default() if budget is None else budget
-        self.options = _Options(
+        self.sources = SourceOptions(
             order=order,
             source_format=source_format,
             dedup=Dedup() if dedup is None else dedup,
@@ -105,11 +106,11 @@ class ContextAssembler:
             stale_after=stale_after,
             conflict_policy=conflict_policy,
             datamark=datamark,
-            fence_rule=fence_rule,
             access=AccessPolicy() if access is None else access,
+            loader=loader,
             escalation=Escalation() if escalation is None else escalation,
         )
-        self.loader = loader
+        self.fence_rule = fence_rule
         self.counter = TokenCounter(tokenizer, maxsize=cache_size)
 
     def assemble(
@@ -137,15 +138,12 @@ class ContextAssembler:
         system = _text("system", system)
         examples = _text("examples", examples)
         memory = _text("memory", memory)
-        chunks = _items("chunks", chunks, Chunk)
+        chunks = check_chunks(chunks)
         history = _items("history", history, Turn)
         tools = _items("tools", tools, Tool)
-        if principal is not None and not isinstance(principal, Principal):
-            raise InputError(
-                f"principal must be a ctxbudget.Principal, but got {type(principal).__name__}"
-            )
-        if system is not None and self.options.fence_rule:
-            system = f"{system}{SECTION_SEPARATOR}{fence_rule(datamarked=self.options.datamark)}"
+        principal = check_principal(principal)
+        if system is not None and self.fence_rule:
+            system = f"{system}{SECTION_SEPARATOR}{fence_rule(datamarked=self.sources.datamark)}"
 
         given: dict[Claimant, bool] = {
             "system": bool(system),
@@ -163,157 +161,69 @@ class ContextAssembler:
                     f"Allocation({name!r}, max=..., priority=...) to the budget or leave it out"
                 )
 
-        pre_dropped, candidates = self._candidates(chunks, principal)
-        by_id = {c.id: c for c in chunks}
-        settings = SourceSettings(
-            render=RenderOptions(
-                fmt=self.options.source_format,
-                stale_after=self.options.stale_after,
-                now=now or datetime.now(UTC),
-            ),
-            order=self.options.order,
-            dedup=self.options.dedup,
-            conflict_policy=self.options.conflict_policy,
-            datamark=self.options.datamark,
-            access=self.options.access,
-            principal=principal,
-            loader=self.loader,
-            escalation=self.options.escalation,
-            withheld=frozenset(
-                by_id[d.id].document_id for d in pre_dropped if d.reason == "forbidden"
-            ),
-        )
-        claims = self._claims(
-            settings=settings,
-            system=system,
-            question=question,
-            candidates=candidates,
-            history=history,
-            tools=tools,
-            examples=examples,
-            memory=memory,
-        )
-        allocated = allocate(list(claims.values()), self.budget.available)
-        _require_whole_strings(claims, allocated)
-        fits, sections, total, final_drops = self._render_within_budget(claims, allocated)
-        return self._result(claims, fits, sections, total, final_drops, allocated, pre_dropped)
-
-    def _claims(
-        self,
-        *,
-        settings: SourceSettings,
-        system: str | None,
-        question: str,
-        candidates: list[Chunk],
-        history: Sequence[Turn],
-        tools: Sequence[Tool],
-        examples: str | None,
-        memory: str | None,
-    ) -> dict[Claimant, ListClaim[Any]]:
         claims: dict[Claimant, ListClaim[Any]] = {}
+        ruled_out: list[Dropped] = []
         counter = self.counter
+        texts = {"system": system, "question": question, "examples": examples, "memory": memory}
         for allocation in self.budget.by_priority():
             name = allocation.name
             if name == "retrieved":
-                claims[name] = RetrievedClaim(
-                    allocation, candidates, counter=counter, settings=settings
+                claims[name], ruled_out = retrieved_claim(
+                    allocation,
+                    chunks,
+                    principal=principal,
+                    options=self.sources,
+                    counter=counter,
+                    now=now,
                 )
             elif name == "history":
                 claims[name] = HistoryClaim(allocation, history, counter=counter)
             elif name == "tools":
                 claims[name] = tools_claim(allocation, tools, counter=counter)
             else:
-                text = {
-                    "system": system,
-                    "question": question,
-                    "examples": examples,
-                    "memory": memory,
-                }[name]
-                claims[name] = text_claim(allocation, text, counter=counter, frame=FRAMES[name])
-        return claims
-
-    def _candidates(
-        self, chunks: list[Chunk], principal: Principal | None
-    ) -> tuple[list[Dropped], list[Chunk]]:
-        """Ranked chunks worth considering, and the ones ruled out before selection.
-
-        Permission runs first, before anything reads the text: a forbidden chunk is
-        reported by id and never looked at again.
-        """
-        seen: set[str] = set()
-        dropped: list[Dropped] = []
-        usable: list[Chunk] = []
-        floor = self.options.min_relevance
-        for chunk in chunks:
-            if chunk.id in seen:
-                raise InputError(
-                    f"chunk id {chunk.id!r} is given twice; ids must be unique within a request "
-                    "(reports and sources refer to chunks by id)"
+                claims[name] = text_claim(
+                    allocation, texts[name], counter=counter, frame=FRAMES[name]
                 )
-            seen.add(chunk.id)
-            reason: DropReason | None = None
-            if not permitted(chunk, principal, self.options.access):
-                reason = "forbidden"
-            elif not chunk.content.strip():
-                reason = "empty"
-            elif floor is not None and (relevance := _relevance(chunk)) is not None:
-                reason = "below_floor" if relevance < floor else None
-            if reason is None:
-                usable.append(chunk)
-            else:
-                dropped.append(Dropped.trusted("retrieved", "chunk", chunk.id, reason))
-        return dropped, rank(usable)
+        allocated = allocate(list(claims.values()), self.budget.available)
+        _require_whole_strings(claims, allocated)
+        rendered = render_exactly(claims, allocated, self.budget.available, counter)
+        return self._result(rendered, allocated, ruled_out)
 
-    def _render_within_budget(
-        self, claims: dict[Claimant, ListClaim[Any]], allocated: Allocated
-    ) -> tuple[dict[Claimant, Fit[Any]], dict[Claimant, str], int, int]:
-        """Render, count the final string exactly, and drop items until it is within budget.
+    def select_sources(
+        self,
+        chunks: Sequence[Chunk],
+        *,
+        max_tokens: int | None = None,
+        min_tokens: int | None = None,
+        principal: Principal | None = None,
+        now: datetime | None = None,
+    ) -> Selection:
+        """Retrieved sources alone, numbered and fenced within `max_tokens` (README
+        "Retrieved sources on their own"): the assembler's own pipeline and options.
 
-        Estimates add up per-part counts; BPE can merge differently across joins, so
-        the exact count of the final string is what is checked. When it is over, the
-        least preferred item of the lowest-priority claimant that stays at or above its
-        floor goes, and we count again. Floors hold here too: when no claimant can
-        give up an item without falling below its floor, the request fails.
+        `max_tokens` and `min_tokens` default to the budget's `retrieved` allocation
+        (its max, capped by what the budget has available, and its min).
         """
-        limit = self.budget.available
-        fits = dict(allocated.fits)
-        drops = 0
-        shrink_order = sorted(
-            (c for c in claims.values() if c.allocation.priority > 0),
-            key=lambda c: c.allocation.priority,
-            reverse=True,
+        allocation = self.budget.allocation("retrieved")
+        if max_tokens is None:
+            cap = None if allocation is None else allocation.max
+            max_tokens = self.budget.available if cap is None else min(cap, self.budget.available)
+        if min_tokens is None:
+            min_tokens = 0 if allocation is None else min(allocation.min, max_tokens)
+        return select_with(
+            self.counter,
+            chunks,
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            principal=principal,
+            options=self.sources,
+            now=now,
         )
-        while True:
-            sections = {name: claims[name].render(fits[name]) for name in ORDER if name in claims}
-            text = SECTION_SEPARATOR.join(s for s in sections.values() if s)
-            total = self.counter.count(text)
-            if total <= limit:
-                return fits, sections, total, drops
-            blocked: ListClaim[Any] | None = None
-            for claim in shrink_order:
-                name = claim.allocation.name
-                smaller = claim.shrink(fits[name])
-                if smaller is None:
-                    continue
-                if smaller.cost < allocated.floors[name]:
-                    blocked = blocked or claim
-                    continue
-                fits[name] = smaller
-                drops += 1
-                break
-            else:
-                raise _over_after_join(claims, fits, blocked, total, limit)
 
     def _result(
-        self,
-        claims: dict[Claimant, ListClaim[Any]],
-        fits: dict[Claimant, Fit[Any]],
-        sections: dict[Claimant, str],
-        total: int,
-        final_drops: int,
-        allocated: Allocated,
-        pre_dropped: list[Dropped],
+        self, rendered: Rendered, allocated: Allocated, ruled_out: list[Dropped]
     ) -> Assembled:
+        claims, fits, sections = rendered.claims, rendered.fits, rendered.sections
         prefix = tuple(sections[n] for n in ORDER if n in PREFIX and sections.get(n))
         prefix_text = SECTION_SEPARATOR.join(prefix)
         warnings = tuple(
@@ -322,7 +232,7 @@ class ContextAssembler:
             if n in PREFIX and sections.get(n)
             for w in volatile_parts(n, sections[n])
         )
-        dropped = list(pre_dropped)
+        dropped = list(ruled_out)
         for name in ORDER:
             if name in claims:
                 dropped.extend(claims[name].drops(fits[name]))
@@ -340,24 +250,15 @@ class ContextAssembler:
         sources: tuple[Source, ...] = ()
         escalated = None
         if isinstance(retrieved, RetrievedClaim):
-            fit = fits["retrieved"]
-            sources = tuple(
-                Source(
-                    n=n,
-                    chunk=chunk,
-                    document=retrieved.is_document(chunk),
-                    covers=retrieved.covered(chunk) if retrieved.is_document(chunk) else (),
-                )
-                for n, chunk in enumerate(retrieved.sources(fit), 1)
-            )
-            escalated = retrieved.escalated(fit)
+            sources = sources_of(retrieved, fits["retrieved"])
+            escalated = retrieved.escalated(fits["retrieved"])
         tools_kept = tuple(claims["tools"].kept(fits["tools"])) if "tools" in claims else ()
 
         squeezed = allocated.squeezed.get("retrieved", False)
         report = Report(
             budget=self.budget.available,
-            total=total,
-            unused=self.budget.available - total,
+            total=rendered.total,
+            unused=self.budget.available - rendered.total,
             sizes={n: fits[n].cost for n in ORDER if n in fits},
             granted=dict(allocated.granted),
             trimmed=tuple(n for n in ORDER if n in fits and fits[n].overflow),
@@ -368,11 +269,11 @@ class ContextAssembler:
             prefix_tokens=self.counter.count(prefix_text),
             prefix_hash=prefix_hash(prefix_text),
             prefix_warnings=warnings,
-            final_check_drops=final_drops,
+            final_check_drops=rendered.drops,
         )
         _log(report, self.budget)
         return Assembled(
-            text=SECTION_SEPARATOR.join(s for s in sections.values() if s),
+            text=rendered.text,
             prefix=prefix,
             history=history,
             tail=tail,
@@ -443,57 +344,6 @@ def _require_whole_strings(claims: dict[Claimant, ListClaim[Any]], allocated: Al
                 f"it is kept whole or not at all, and its min ({a.min}) makes it required; "
                 "raise its max (and the total) or shorten it",
             )
-
-
-def _over_after_join(
-    claims: dict[Claimant, ListClaim[Any]],
-    fits: dict[Claimant, Fit[Any]],
-    blocked: ListClaim[Any] | None,
-    total: int,
-    limit: int,
-) -> ContextBudgetError:
-    """The error when the exact count is over and nothing above a floor is left to drop."""
-    over = total - limit
-    if blocked is not None:
-        a = blocked.allocation
-        held = fits[a.name].cost
-        return ContextBudgetError(
-            a.name,
-            held,
-            max(held - over, 0),
-            f"the exact count of the joined prompt ({total:,}) is {over:,} over the budget, and "
-            f"{a.name} cannot give up another item without falling below its floor "
-            f"(min={a.min}); lower its min, raise the budget total, or shorten the other parts",
-        )
-    fixed = "+".join(c for c in claims if claims[c].allocation.priority == 0)
-    return ContextBudgetError(
-        fixed,
-        total,
-        limit,
-        "the never-trimmed parts alone exceed the budget once joined; raise the budget total "
-        "or shorten them",
-    )
-
-
-def _relevance(chunk: Chunk) -> float | None:
-    return chunk.rerank_score if chunk.rerank_score is not None else chunk.score
-
-
-class _Options(BaseModel):
-    """The assembler's options, validated once at construction."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", title="ContextAssembler")
-
-    order: Order
-    source_format: SourceFormat
-    dedup: Dedup
-    min_relevance: float | None = Field(allow_inf_nan=False)
-    stale_after: timedelta | None
-    conflict_policy: ConflictPolicy | None
-    datamark: bool
-    fence_rule: bool
-    access: AccessPolicy
-    escalation: Escalation
 
 
 def _capped(report: Report, budget: Budget) -> list[tuple[Claimant, int, int]]:

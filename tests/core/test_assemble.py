@@ -566,13 +566,13 @@ _TOKENIZERS = {"o200k": get_tokenizer("o200k_base"), "quarter": _QUARTER}
 _STRINGS = frozenset({"system", "question", "examples", "memory"})
 
 
-def _verdict(budget: Budget, sizes: dict[str, int], slack: int) -> tuple[str, str | None]:
+def _verdict(budget: Budget, sizes: dict[str, int], slack: int) -> tuple[str, set[str]]:
     """When a ContextBudgetError is justified, derived from the README's rules alone.
 
     `sizes` are the claimants' whole-content costs (from an unconstrained assembly).
-    Returns ("raise", claimant) when the rules force an error, ("fit", None) when they
-    rule one out, and ("either", None) in between: where lists' item granularity, or
-    joins costing up to `slack` tokens more than their parts, decide.
+    Returns ("raise", claimants that may be named) when the rules force an error,
+    ("fit", {}) when they rule one out, and ("either", {}) in between: where lists' item
+    granularity, or joins costing up to `slack` tokens more than their parts, decide.
     """
     order = [a for a in budget.by_priority() if sizes.get(a.name)]
     left = budget.available
@@ -581,15 +581,15 @@ def _verdict(budget: Budget, sizes: dict[str, int], slack: int) -> tuple[str, st
         if a.priority == 0:
             need = sizes[a.name]
             if a.max is not None and need > a.max:
-                return "raise", a.name
+                return "raise", {a.name}
         else:
             need = min(sizes[a.name], a.min)
         if need > left:
-            return "raise", a.name
+            return "raise", {a.name}
         reserved[a.name] = need
         left -= need
-    verdicts = set()
-    for greedy in (False, True):  # lists take their floor only, or all they may
+    verdicts: set[str | None] = set()
+    for greedy in (False, True):  # lists keep nothing, or all they may
         rest = left
         for a in order:
             if a.priority == 0:
@@ -603,18 +603,21 @@ def _verdict(budget: Budget, sizes: dict[str, int], slack: int) -> tuple[str, st
                     break
                 take = size if size <= grant else 0
             else:
-                take = min(size, grant) if greedy else reserved[a.name]
+                take = min(size, grant) if greedy else 0  # unused space flows on
             rest = room - take
         else:
             verdicts.add(None)
-    if verdicts != {None}:
-        return ("raise", verdicts.pop()) if None not in verdicts else ("either", None)
+    if None in verdicts:
+        if len(verdicts) > 1:
+            return "either", set()
+    else:
+        return "raise", {v for v in verdicts if v is not None}
     # The final check shrinks a required claimant only while it stays at its floor, and an
     # item can straddle the floor: at worst, all a required claimant holds is protected.
     protected = sum(
         sizes[a.name] if a.max is None else min(sizes[a.name], a.max) for a in order if a.required
     )
-    return ("fit", None) if protected + slack <= budget.available else ("either", None)
+    return ("fit", set()) if protected + slack <= budget.available else ("either", set())
 
 
 def _attempt(
@@ -662,17 +665,17 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
         .report.sizes
     )
     items = 2 + len(given_chunks) + len(history) + len(given_tools) + len(CLAIMANTS)
-    verdict, claimant = _verdict(budget, dict(sizes), slack=items)
+    verdict, claimants = _verdict(budget, dict(sizes), slack=items)
     event(f"verdict: {verdict}")
     outcome = _attempt(assembler, kwargs)
     if isinstance(outcome, ContextBudgetError):
         event("raised")
         assert verdict != "fit", f"unjustified error: {outcome}"
-        if verdict == "raise" and claimant is not None:
-            assert claimant in outcome.claimant.split("+")
+        if verdict == "raise":
+            assert claimants & set(outcome.claimant.split("+"))
         assert outcome.needed > outcome.left
         return
-    assert verdict != "raise", f"{claimant} should have raised"
+    assert verdict != "raise", f"one of {claimants} should have raised"
     result = outcome
     if result.report.final_check_drops:
         event("final check dropped items")

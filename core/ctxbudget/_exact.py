@@ -1,0 +1,105 @@
+"""The last step of every assembly: render, count the final string once, and trim to fit.
+
+Per-part counts are estimates of the joined string: BPE can merge differently across
+a join. So the final string is counted exactly, and while it is over the limit the
+least preferred item of the lowest-priority claimant goes, but only while that
+claimant stays at or above the floor allocation reserved for it (README "How space
+is shared"). When nothing can go, the request fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbudget._claims import ListClaim
+from ctxbudget._fit import Fit
+from ctxbudget.allocate import Allocated
+from ctxbudget.budget import Claimant
+from ctxbudget.errors import ContextBudgetError
+from ctxbudget.layout import ORDER, SECTION_SEPARATOR
+from ctxbudget.tokens import TokenCounter
+
+__all__ = ["Rendered", "render_exactly"]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One request's outcome before it becomes a result: what each claimant kept and shows."""
+
+    claims: Mapping[Claimant, ListClaim[Any]]
+    fits: Mapping[Claimant, Fit[Any]]
+    sections: Mapping[Claimant, str]
+    """Section text per claimant, in prompt order; "" when it kept nothing."""
+    text: str
+    total: int
+    """The exact token count of `text`."""
+    drops: int
+    """Items the exact count removed after allocation."""
+
+
+def render_exactly(
+    claims: Mapping[Claimant, ListClaim[Any]],
+    allocated: Allocated,
+    limit: int,
+    counter: TokenCounter,
+) -> Rendered:
+    """Render the claims' fits and drop items until the exact count is within `limit`."""
+    fits = dict(allocated.fits)
+    drops = 0
+    shrink_order = sorted(
+        (c for c in claims.values() if c.allocation.priority > 0),
+        key=lambda c: c.allocation.priority,
+        reverse=True,
+    )
+    while True:
+        sections = {name: claims[name].render(fits[name]) for name in ORDER if name in claims}
+        text = SECTION_SEPARATOR.join(s for s in sections.values() if s)
+        total = counter.count(text)
+        if total <= limit:
+            return Rendered(claims, fits, sections, text, total, drops)
+        blocked: ListClaim[Any] | None = None
+        for claim in shrink_order:
+            name = claim.allocation.name
+            smaller = claim.shrink(fits[name])
+            if smaller is None:
+                continue
+            if smaller.cost < allocated.floors[name]:
+                blocked = blocked or claim
+                continue
+            fits[name] = smaller
+            drops += 1
+            break
+        else:
+            raise _over_after_join(claims, fits, blocked, total, limit)
+
+
+def _over_after_join(
+    claims: Mapping[Claimant, ListClaim[Any]],
+    fits: Mapping[Claimant, Fit[Any]],
+    blocked: ListClaim[Any] | None,
+    total: int,
+    limit: int,
+) -> ContextBudgetError:
+    """The error when the exact count is over and nothing above a floor is left to drop."""
+    over = total - limit
+    if blocked is not None:
+        a = blocked.allocation
+        held = fits[a.name].cost
+        return ContextBudgetError(
+            a.name,
+            held,
+            max(held - over, 0),
+            f"the exact count of the joined prompt ({total:,}) is {over:,} over the budget, and "
+            f"{a.name} cannot give up another item without falling below its floor "
+            f"(min={a.min}); lower its min, raise the budget total, or shorten the other parts",
+        )
+    fixed = "+".join(c for c in claims if claims[c].allocation.priority == 0)
+    return ContextBudgetError(
+        fixed,
+        total,
+        limit,
+        "the never-trimmed parts alone exceed the budget once joined; raise the budget total "
+        "or shorten them",
+    )

@@ -1,0 +1,309 @@
+"""Retrieved sources on their own: chunks and a token budget in, numbered, fenced sources out.
+
+`select_sources` runs the retrieved half of the pipeline (permit → relevance floor →
+dedup → select → escalate → arrange → render → fence) with no question, system
+prompt or other claimants: what a LangChain document compressor, a LlamaIndex node
+postprocessor or `PromptHelper.repack` need. `ContextAssembler` runs the very same
+steps as its `retrieved` claimant, with the same `SourceOptions`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ctxbudget._exact import render_exactly
+from ctxbudget._fit import Fit
+from ctxbudget._unicode import INVISIBLE_RANGES
+from ctxbudget.allocate import allocate
+from ctxbudget.budget import Allocation
+from ctxbudget.conflicts import ConflictPolicy
+from ctxbudget.dedup import Dedup
+from ctxbudget.errors import InputError
+from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader, check_loader
+from ctxbudget.fence import _FILLERS, SourceFormat
+from ctxbudget.inputs import Chunk, Principal
+from ctxbudget.order import Order
+from ctxbudget.permit import AccessPolicy, permitted
+from ctxbudget.render import RenderOptions
+from ctxbudget.report import Dropped, DropReason
+from ctxbudget.result import Source
+from ctxbudget.select import RetrievedClaim, SourceSettings, rank
+from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
+
+__all__ = [
+    "Selection",
+    "SourceOptions",
+    "candidates",
+    "check_chunks",
+    "check_principal",
+    "retrieved_claim",
+    "select_sources",
+    "sources_of",
+]
+
+# A character a reader sees: not whitespace, not a format character or mark, not a filler.
+_VISIBLE: Final = re.compile(f"[^\\s{INVISIBLE_RANGES}{_FILLERS}]")
+
+
+class SourceOptions(BaseModel):
+    """How retrieved sources are chosen and shown; one object for both entry points.
+
+    >>> SourceOptions(order="sandwich", min_relevance=0.2).order
+    'sandwich'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    order: Order = Field(
+        default="by_document",
+        description="Where kept sources stand: by_document, relevance, sandwich, chronological.",
+    )
+    source_format: SourceFormat = Field(
+        default="markdown",
+        description='"markdown" headers ([n] Title — A > B) or "xml" <document> tags.',
+    )
+    dedup: Dedup = Field(
+        default_factory=Dedup,
+        description="Near-duplicate thresholds; Dedup(jaccard=None, containment=None, "
+        "cosine=None) turns dedup off.",
+    )
+    min_relevance: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="Drop chunks whose rerank score (else score) is below this; None: off.",
+    )
+    stale_after: timedelta | None = Field(
+        default=timedelta(days=365),
+        description="Sources not updated for longer get a freshness note; None: never.",
+    )
+    conflict_policy: ConflictPolicy | None = Field(
+        default=None,
+        description="What the model should do when sources' effective dates differ; when set, "
+        "those dates are shown.",
+    )
+    datamark: bool = Field(
+        default=False, description="Interleave a marker in retrieved text (Spotlighting)."
+    )
+    access: AccessPolicy = Field(
+        default_factory=AccessPolicy,
+        description="Which ACL metadata chunks must carry; by default none is required.",
+    )
+    loader: Any = Field(
+        default=None,
+        description="A DocumentLoader or SectionLoader for whole-document escalation; None "
+        "turns escalation off.",
+    )
+    escalation: Escalation = Field(
+        default_factory=Escalation, description="When a document is sent whole."
+    )
+
+    @field_validator("loader")
+    @classmethod
+    def _loader(cls, value: object) -> DocumentLoader | SectionLoader | None:
+        return None if value is None else check_loader(value)
+
+
+class Selection(BaseModel):
+    """Retrieved sources selected under a token budget: the fenced block and what it holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str = Field(description="The fenced, numbered sources block; '' when no source was kept.")
+    tokens: int = Field(description="Exact token count of text.")
+    budget: int = Field(description="The max_tokens the selection was made under.")
+    sources: tuple[Source, ...] = Field(
+        description="What each [n] in text refers to, in prompt order."
+    )
+    dropped: tuple[Dropped, ...] = Field(
+        description="Every chunk left out, with its reason; ids only, never content."
+    )
+    escalated: str | None = Field(
+        description="The document sent whole in place of its chunks, if any."
+    )
+    trimmed: bool = Field(description="Some chunk was left out for lack of space.")
+
+
+def check_chunks(chunks: object) -> list[Chunk]:
+    """`chunks` as a list, or an `InputError` naming the first item that is not a `Chunk`."""
+    if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
+        raise InputError(f"chunks must be a sequence of Chunk, but got {type(chunks).__name__}")
+    for index, chunk in enumerate(chunks):
+        if not isinstance(chunk, Chunk):
+            raise InputError(
+                f"chunks[{index}] is a {type(chunk).__name__}, expected ctxbudget.Chunk; "
+                "build it with Chunk(...) or Chunk.model_validate(data)"
+            )
+    return list(chunks)
+
+
+def check_principal(principal: object) -> Principal | None:
+    """`principal` itself when it is a `Principal` or None; `InputError` otherwise."""
+    if principal is not None and not isinstance(principal, Principal):
+        raise InputError(
+            f"principal must be a ctxbudget.Principal, but got {type(principal).__name__}"
+        )
+    return principal
+
+
+def candidates(
+    chunks: Sequence[Chunk], principal: Principal | None, options: SourceOptions
+) -> tuple[list[Dropped], list[Chunk]]:
+    """Ranked chunks worth considering, and those ruled out before selection.
+
+    Permission runs first, before anything reads the text: a forbidden chunk is
+    reported by id and never looked at again. Then chunks with nothing a reader can
+    see (`empty`) and chunks under the relevance floor (`below_floor`).
+    """
+    seen: set[str] = set()
+    dropped: list[Dropped] = []
+    usable: list[Chunk] = []
+    floor = options.min_relevance
+    for chunk in chunks:
+        if chunk.id in seen:
+            raise InputError(
+                f"chunk id {chunk.id!r} is given twice; ids must be unique within a request "
+                "(reports and sources refer to chunks by id)"
+            )
+        seen.add(chunk.id)
+        reason: DropReason | None = None
+        if not permitted(chunk, principal, options.access):
+            reason = "forbidden"
+        elif _VISIBLE.search(chunk.content) is None:
+            reason = "empty"
+        elif floor is not None and (relevance := _relevance(chunk)) is not None:
+            reason = "below_floor" if relevance < floor else None
+        if reason is None:
+            usable.append(chunk)
+        else:
+            dropped.append(Dropped.trusted("retrieved", "chunk", chunk.id, reason))
+    return dropped, rank(usable)
+
+
+def retrieved_claim(
+    allocation: Allocation,
+    chunks: Sequence[Chunk],
+    *,
+    principal: Principal | None,
+    options: SourceOptions,
+    counter: TokenCounter,
+    now: datetime | None,
+) -> tuple[RetrievedClaim, list[Dropped]]:
+    """The retrieved claimant for one request, and the chunks ruled out before selection."""
+    ruled_out, ranked = candidates(chunks, principal, options)
+    by_id = {c.id: c for c in chunks}
+    settings = SourceSettings(
+        render=RenderOptions(
+            fmt=options.source_format,
+            stale_after=options.stale_after,
+            now=now or datetime.now(UTC),
+        ),
+        order=options.order,
+        dedup=options.dedup,
+        conflict_policy=options.conflict_policy,
+        datamark=options.datamark,
+        access=options.access,
+        principal=principal,
+        loader=options.loader,
+        escalation=options.escalation,
+        withheld=frozenset(by_id[d.id].document_id for d in ruled_out if d.reason == "forbidden"),
+    )
+    return RetrievedClaim(allocation, ranked, counter=counter, settings=settings), ruled_out
+
+
+def sources_of(claim: RetrievedClaim, fit: Fit[Chunk]) -> tuple[Source, ...]:
+    """What each [n] refers to, in prompt order."""
+    return tuple(
+        Source(
+            n=n,
+            chunk=chunk,
+            document=claim.is_document(chunk),
+            covers=claim.covered(chunk) if claim.is_document(chunk) else (),
+        )
+        for n, chunk in enumerate(claim.sources(fit), 1)
+    )
+
+
+def select_sources(
+    chunks: Sequence[Chunk],
+    *,
+    max_tokens: int,
+    tokenizer: str | Tokenizer,
+    min_tokens: int = 0,
+    principal: Principal | None = None,
+    options: SourceOptions | None = None,
+    now: datetime | None = None,
+) -> Selection:
+    """Select, number and fence retrieved chunks within `max_tokens`, counted exactly.
+
+    For repeated calls prefer `ContextAssembler.select_sources`, which keeps token
+    counts cached across requests.
+
+    Args:
+        max_tokens: the hard limit on the fenced block's exact token count.
+        min_tokens: a floor: when less than this much space can be filled (while
+            more content exists), `ContextBudgetError` is raised.
+        principal: who is asking; chunks they may not see never enter the block.
+        now: the reference time for freshness notes; defaults to the current time.
+    """
+    counter = TokenCounter(get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer)
+    return select_with(
+        counter,
+        chunks,
+        max_tokens=max_tokens,
+        min_tokens=min_tokens,
+        principal=principal,
+        options=SourceOptions() if options is None else options,
+        now=now,
+    )
+
+
+def select_with(
+    counter: TokenCounter,
+    chunks: Sequence[Chunk],
+    *,
+    max_tokens: int,
+    min_tokens: int,
+    principal: Principal | None,
+    options: SourceOptions,
+    now: datetime | None,
+) -> Selection:
+    """`select_sources` with a given counter (the assembler's, whose cache outlives a call)."""
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
+        raise InputError(f"max_tokens must be an int >= 0, but got {max_tokens!r}")
+    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < 0:
+        raise InputError(f"min_tokens must be an int >= 0, but got {min_tokens!r}")
+    if min_tokens > max_tokens:
+        raise InputError(
+            f"min_tokens ({min_tokens}) is greater than max_tokens ({max_tokens}); lower "
+            "min_tokens or raise max_tokens"
+        )
+    allocation = Allocation("retrieved", min=min_tokens, max=max_tokens, priority=1)
+    claim, ruled_out = retrieved_claim(
+        allocation,
+        check_chunks(chunks),
+        principal=check_principal(principal),
+        options=options,
+        counter=counter,
+        now=now,
+    )
+    allocated = allocate([claim], max_tokens)
+    rendered = render_exactly({"retrieved": claim}, allocated, max_tokens, counter)
+    fit = rendered.fits["retrieved"]
+    return Selection(
+        text=rendered.text,
+        tokens=rendered.total,
+        budget=max_tokens,
+        sources=sources_of(claim, fit),
+        dropped=(*ruled_out, *claim.drops(fit)),
+        escalated=claim.escalated(fit),
+        trimmed=fit.overflow,
+    )
+
+
+def _relevance(chunk: Chunk) -> float | None:
+    return chunk.rerank_score if chunk.rerank_score is not None else chunk.score
