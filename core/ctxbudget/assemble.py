@@ -57,6 +57,7 @@ class ContextAssembler:
         *,
         tokenizer: str | Tokenizer,
         budget: Budget | None = None,
+        sources: SourceOptions | None = None,
         order: Order = "by_document",
         source_format: SourceFormat = "markdown",
         dedup: Dedup | None = None,
@@ -75,6 +76,7 @@ class ContextAssembler:
             tokenizer: the model's tokenizer: a model or tiktoken encoding name, or any
                 `Tokenizer` (see `CallableTokenizer`, `HuggingFaceTokenizer`).
             budget: defaults to `Budget.default()`.
+            sources: how retrieved sources are chosen and shown; defaults to `SourceOptions()`.
             order: where kept sources stand; see `ctxbudget.order.arrange`.
             source_format: "markdown" headers (``[n] Title — A > B``) or "xml" tags.
             dedup: near-duplicate thresholds; defaults to `Dedup()`. Pass
@@ -98,7 +100,7 @@ class ContextAssembler:
                 f"{type(tokenizer).__name__}; wrap a function in CallableTokenizer(fn, name=...)"
             )
         self.budget = Budget.default() if budget is None else budget
-        self.sources = SourceOptions(
+        self.sources = sources or SourceOptions(
             order=order,
             source_format=source_format,
             dedup=Dedup() if dedup is None else dedup,
