@@ -5,12 +5,15 @@ owns everything between: floors and priorities per claimant, whole-item trimming
 numbered and fenced sources, a cache-friendly layout, and a report of every decision.
 """
 
+from importlib import metadata as _metadata
+
 from ctxbudget.assemble import ContextAssembler
 from ctxbudget.budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
 from ctxbudget.citations import CitationCheck
 from ctxbudget.conflicts import ConflictPolicy
 from ctxbudget.dedup import Dedup
 from ctxbudget.errors import (
+    BudgetError,
     ContextBudgetError,
     CtxBudgetError,
     InputError,
@@ -23,7 +26,15 @@ from ctxbudget.inputs import Chunk, Principal, Tool, Turn
 from ctxbudget.order import Order
 from ctxbudget.permit import AccessPolicy
 from ctxbudget.report import Dropped, Report
-from ctxbudget.result import Assembled, Message, Source
+from ctxbudget.result import (
+    AnthropicMessage,
+    AnthropicPrompt,
+    Assembled,
+    Message,
+    MessageStyle,
+    OpenAIMessage,
+    Source,
+)
 from ctxbudget.scan import flag_instructions, scan_for_instructions
 from ctxbudget.sources import Selection, SourceOptions, select_sources
 from ctxbudget.tokens import (
@@ -35,13 +46,18 @@ from ctxbudget.tokens import (
     get_tokenizer,
 )
 
+__version__ = _metadata.version("ctxbudget")
+
 __all__ = [
     "CLAIMANTS",
     "CONTEXT_WINDOWS",
     "AccessPolicy",
     "Allocation",
+    "AnthropicMessage",
+    "AnthropicPrompt",
     "Assembled",
     "Budget",
+    "BudgetError",
     "CallableTokenizer",
     "Chunk",
     "CitationCheck",
@@ -57,6 +73,8 @@ __all__ = [
     "HuggingFaceTokenizer",
     "InputError",
     "Message",
+    "MessageStyle",
+    "OpenAIMessage",
     "Order",
     "Principal",
     "Report",

@@ -135,4 +135,4 @@ class Packer(Generic[T]):
     def record(self, item: T, reason: DropReason, tokens: int | None) -> Dropped:
         """The report record for one item left out."""
         kind = self.kind if self.kind_of is None else self.kind_of(item)
-        return Dropped.trusted(self.claimant, kind, self.key(item), reason, tokens)
+        return Dropped._unvalidated(self.claimant, kind, self.key(item), reason, tokens)

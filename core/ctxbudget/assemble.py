@@ -354,16 +354,14 @@ def _capped(report: Report, budget: Budget) -> list[tuple[Claimant, int, int]]:
     That is a budget sized for a smaller window (the default caps on a 1M-token model):
     worth a warning naming the cap, since nothing else in the request was short of space.
     """
-    if report.unused * 2 <= report.budget:
-        return []
     left_out = Counter(
         d.claimant for d in report.dropped if d.reason in ("over_budget", "oversize")
     )
     capped = []
     for name, count in left_out.items():
-        a = budget.allocation(name)
-        if a is not None and a.max is not None and report.granted.get(name) == a.max:
-            capped.append((name, count, a.max))
+        cap = budget.binding_cap(name, granted=report.granted.get(name, 0), used=report.total)
+        if cap is not None:
+            capped.append((name, count, cap))
     return capped
 
 

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Self, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from ctxbudget.errors import CtxBudgetError
+from ctxbudget.errors import BudgetError
 from ctxbudget.tokens import match_model
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "CONTEXT_WINDOWS",
     "Allocation",
     "Budget",
-    "BudgetError",
     "Claimant",
     "Syntax",
 ]
@@ -77,10 +76,6 @@ _INPUT_LIMITS: Mapping[str, int] = {"gpt-5": 272_000}
 `CONTEXT_WINDOWS`): gpt-5's 400,000 tokens are at most 272,000 of input plus 128,000 of output."""
 
 _NonNegative = Annotated[int, Field(ge=0)]
-
-
-class BudgetError(CtxBudgetError, ValueError):
-    """A budget that cannot be used, said in one sentence that names what to change."""
 
 
 class _AllocationError(ValueError):

@@ -180,7 +180,7 @@ def candidates(
         if reason is None:
             usable.append(chunk)
         else:
-            dropped.append(Dropped.trusted("retrieved", "chunk", chunk.id, reason))
+            dropped.append(Dropped._unvalidated("retrieved", "chunk", chunk.id, reason))
     return dropped, rank(usable)
 
 
