@@ -9,18 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Final
 
 from ctxbudget._claims import ListClaim
 from ctxbudget._fit import Fit
 from ctxbudget.budget import Allocation
 from ctxbudget.inputs import Role, Turn
-from ctxbudget.layout import FRAMES
+from ctxbudget.layout import FRAMES, ROLE_LABELS
 from ctxbudget.tokens import TokenCounter
 
 __all__ = ["ROLE_LABELS", "HistoryClaim", "gap_marker"]
-
-ROLE_LABELS: Final = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
 
 Indexed = tuple[int, Turn]
 
