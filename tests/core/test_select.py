@@ -132,20 +132,20 @@ def test_surviving_bytes_invisible_characters_may_go() -> None:
     assert surviving_bytes(f"x{tags}\u200b\u200d\ufe0f{selectors}\u0301y") == 2
 
 
-def test_surviving_bytes_narrow_letters_count_one_byte() -> None:
-    # Folding turns a Cyrillic or Greek look-alike into one ASCII byte; decomposing an
-    # accented letter leaves its one-byte base.
-    assert surviving_bytes("\u0430\u03bf\u00e9\u05d0") == 4
+def test_surviving_bytes_latin_and_cyrillic_letters_count_one_byte() -> None:
+    # Folding turns a Cyrillic look-alike into one ASCII byte; decomposing an accented
+    # letter leaves its one-byte base.
+    assert surviving_bytes("\u0430\u00e9\u0101\u0436") == 4
 
 
-def test_surviving_bytes_wide_letters_count_three_bytes() -> None:
-    assert surviving_bytes("\u4e00\uac00\u304c\u30f7") == 12
+def test_surviving_bytes_cjk_ideographs_count_three_bytes() -> None:
+    assert surviving_bytes("\u4e00\u9fff\u4dc0") == 9
 
 
-def test_surviving_bytes_other_characters_may_go() -> None:
+def test_surviving_bytes_other_characters_not_counted() -> None:
     # Fullwidth forms and symbols narrow or vanish inside a look-alike; modifier letters
-    # decompose to a space and a mark.
-    assert surviving_bytes("\uff1c\u00a8\u037a\u3164\u0663\u2800") == 0
+    # decompose to a space and a mark; the rest is simply not vouched for.
+    assert surviving_bytes("\uff1c\u00a8\u037a\u3164\u0663\u2800\u03bf\uac00\u304c") == 0
 
 
 # Text an attacker would write: look-alike fragments of every kind neutralising rewrites,
