@@ -45,6 +45,7 @@ from ctxbudget.tokens import (
     Tokenizer,
     get_tokenizer,
 )
+from ctxbudget.turns import TrimmedHistory, trim_turns
 
 __version__ = _metadata.version("ctxbudget")
 
@@ -87,6 +88,7 @@ __all__ = [
     "Tokenizer",
     "TokenizerError",
     "Tool",
+    "TrimmedHistory",
     "Turn",
     "VocabularyError",
     "fence_rule",
@@ -95,4 +97,5 @@ __all__ = [
     "neutralise",
     "scan_for_instructions",
     "select_sources",
+    "trim_turns",
 ]

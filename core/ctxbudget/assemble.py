@@ -37,6 +37,7 @@ from ctxbudget.sources import (
 )
 from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
 from ctxbudget.tools import tools_claim
+from ctxbudget.turns import TrimmedHistory, trim_with
 
 __all__ = ["ContextAssembler"]
 
@@ -221,6 +222,26 @@ class ContextAssembler:
             options=self.sources,
             now=now,
         )
+
+    def trim_history(
+        self,
+        turns: Sequence[Turn],
+        *,
+        max_tokens: int | None = None,
+        min_tokens: int | None = None,
+    ) -> TrimmedHistory:
+        """Conversation turns alone, trimmed to `max_tokens` (README "How each claimant
+        shrinks"): the first turn, the most recent that fit, gap markers between.
+
+        `max_tokens` and `min_tokens` default to the budget's `history` allocation.
+        """
+        allocation = self.budget.allocation("history")
+        if max_tokens is None:
+            cap = None if allocation is None else allocation.max
+            max_tokens = self.budget.available if cap is None else min(cap, self.budget.available)
+        if min_tokens is None:
+            min_tokens = 0 if allocation is None else min(allocation.min, max_tokens)
+        return trim_with(self.counter, turns, max_tokens=max_tokens, min_tokens=min_tokens)
 
     def _result(
         self, rendered: Rendered, allocated: Allocated, ruled_out: list[Dropped]

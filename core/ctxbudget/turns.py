@@ -1,0 +1,103 @@
+"""Conversation history on its own: turns and a token budget in, the turns to send out.
+
+`trim_turns` is the history claimant of `ContextAssembler` (README "How each claimant
+shrinks") without the rest of the prompt: the first turn, then the most recent that
+fit, a gap marker wherever turns are missing, and the exact count of the result. The
+adapters use it to trim a framework's message list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ctxbudget._exact import render_exactly
+from ctxbudget.allocate import allocate
+from ctxbudget.budget import Allocation
+from ctxbudget.errors import InputError
+from ctxbudget.history import HistoryClaim
+from ctxbudget.inputs import Role, Turn
+from ctxbudget.report import Dropped
+from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
+
+__all__ = ["TrimmedHistory", "trim_turns", "trim_with"]
+
+
+class TrimmedHistory(BaseModel):
+    """The turns that fit a token budget, in order, and where turns were left out."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: tuple[tuple[Role, str], ...] = Field(
+        description="Kept turns as (role, content) in order, with a gap marker as a user "
+        "note wherever turns are missing."
+    )
+    kept: tuple[int, ...] = Field(description="Indices of the kept turns in the input, ascending.")
+    gaps: tuple[tuple[int, int], ...] = Field(
+        description="Each run of left-out turns as (start, stop) input indices, stop exclusive."
+    )
+    text: str = Field(description="The history section as the prompt shows it; '' when empty.")
+    tokens: int = Field(description="Exact token count of text.")
+    budget: int = Field(description="The max_tokens the history was trimmed to.")
+    dropped: tuple[Dropped, ...] = Field(description="Every turn left out, by id or position.")
+
+
+def trim_turns(
+    turns: Sequence[Turn],
+    *,
+    max_tokens: int,
+    tokenizer: str | Tokenizer,
+    min_tokens: int = 0,
+) -> TrimmedHistory:
+    """Keep the first turn and the most recent turns that fit in `max_tokens`, counted exactly.
+
+    For repeated calls prefer `ContextAssembler.trim_history`, which keeps token counts
+    cached across requests.
+    """
+    counter = TokenCounter(get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer)
+    return trim_with(counter, turns, max_tokens=max_tokens, min_tokens=min_tokens)
+
+
+def trim_with(
+    counter: TokenCounter, turns: Sequence[Turn], *, max_tokens: int, min_tokens: int
+) -> TrimmedHistory:
+    """`trim_turns` with a given counter (the assembler's, whose cache outlives a call)."""
+    if isinstance(turns, str | bytes) or not isinstance(turns, Sequence):
+        raise InputError(f"turns must be a sequence of Turn, but got {type(turns).__name__}")
+    for index, turn in enumerate(turns):
+        if not isinstance(turn, Turn):
+            raise InputError(
+                f"turns[{index}] is a {type(turn).__name__}, expected ctxbudget.Turn; build it "
+                "with Turn(role=..., content=...)"
+            )
+    for name, value in (("max_tokens", max_tokens), ("min_tokens", min_tokens)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InputError(f"{name} must be an int >= 0, but got {value!r}")
+    if min_tokens > max_tokens:
+        raise InputError(
+            f"min_tokens ({min_tokens}) is greater than max_tokens ({max_tokens}); lower "
+            "min_tokens or raise max_tokens"
+        )
+    allocation = Allocation("history", min=min_tokens, max=max_tokens, priority=1)
+    claim = HistoryClaim(allocation, turns, counter=counter)
+    rendered = render_exactly(
+        {"history": claim}, allocate([claim], max_tokens), max_tokens, counter
+    )
+    fit = rendered.fits["history"]
+    kept = tuple(index for index, _ in claim.kept(fit))
+    gaps: list[tuple[int, int]] = []
+    expected = 0
+    for index in (*kept, len(turns)) if kept else ():
+        if index > expected:
+            gaps.append((expected, index))
+        expected = index + 1
+    return TrimmedHistory(
+        messages=tuple(claim.messages(fit)),
+        kept=kept,
+        gaps=tuple(gaps),
+        text=rendered.text,
+        tokens=rendered.total,
+        budget=max_tokens,
+        dropped=tuple(claim.drops(fit)),
+    )
