@@ -75,11 +75,11 @@ class SourceSettings:
 
 # What neutralising and datamarking cannot take away, so a size bound can be read from
 # raw text. Counted on UTF-8 bytes with C-speed deletions (a lead byte starts each
-# character): printable ASCII is kept byte for byte (rewrites only add to it); Latin-1
-# and Latin Extended-A letters and Cyrillic (lead bytes C3-C5, D0-D1) keep at least one
-# byte (folding or decomposing narrows them, nothing deletes them); CJK ideographs
-# U+4000-U+9FFF (lead bytes E4-E9) have no decomposition and keep all three. Whitespace,
-# marks, invisible and other characters may go, and are not counted.
+# character). Printable ASCII is kept byte for byte: rewrites only add to it. Latin
+# U+00C0-U+017F and Cyrillic U+0400-U+047F (lead bytes C3-C5, D0-D1) keep at least one
+# byte: folding or decomposing narrows them, nothing deletes them. CJK U+4000-U+9FFF
+# (lead bytes E4-E9) has no decomposition and keeps all three. Whitespace, marks,
+# invisible and other characters may go, and are not counted.
 _NOT_PRINTABLE_ASCII: Final = bytes([*range(0x21), *range(0x7F, 0x100)])
 _NOT_NARROW_LEAD: Final = bytes(b for b in range(0x100) if b not in b"\xc3\xc4\xc5\xd0\xd1")
 _NOT_WIDE_LEAD: Final = bytes(b for b in range(0x100) if not 0xE4 <= b <= 0xE9)

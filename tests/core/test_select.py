@@ -244,6 +244,25 @@ def test_select_oversize_hostile_chunk_dropped_without_neutralising(
     assert max(calls) < 1_000
 
 
+def test_select_oversize_document_not_neutralised(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = ctxbudget.fence.neutralise
+
+    def spy(text: str, **options: Any) -> str:
+        calls.append(len(text))
+        return real(text, **options)
+
+    monkeypatch.setattr("ctxbudget.select.neutralise", spy)
+    document = Chunk(id="manual", content=hostile_megabyte())
+    retrieved = claim(MANUAL, loader=Loader({"manual": document}))
+
+    fit = retrieved.fit(3_000)
+
+    assert retrieved.escalated(fit) is None
+    assert [p.key for p in fit.parts] == ["manual#0", "manual#1", "manual#2"]
+    assert max(calls) < 1_000
+
+
 # --- ingest counts ------------------------------------------------------------------------
 
 
