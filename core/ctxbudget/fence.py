@@ -96,6 +96,7 @@ def fence_frame(notice: str) -> Frame:
 # presentation selector after a heart) is ordinary text and stays.
 _SMUGGLERS: Final = "\U000e0000-\U000e007f\U000e0100-\U000e01ef"
 _REMOVED: Final = re.compile(f"[{_SMUGGLERS}\ufe00-\ufe0f]{{2,}}+|[{_SMUGGLERS}]")
+_SELECTOR_OR_TAG: Final = re.compile("[\ufe00-\ufe0f\U000e0000-\U000e01ef]")
 
 # Blank-looking letters that are not marks: Hangul fillers, the braille blank.
 _FILLERS: Final = "\u115f\u1160\u3164\uffa0\u2800"
@@ -163,6 +164,8 @@ class _Tables:
     """Runs of characters the view may change: the keys of `view`, and every astral character."""
     triggers: re.Pattern[str]
     """A character whose view holds <, [ or : — without one no pattern can match."""
+    resized: re.Pattern[str]
+    """Runs of characters whose view is not one character, and of astral characters."""
     visible: re.Pattern[str]
     """A BMP character a reader sees: not whitespace, not invisible."""
     erasable: re.Pattern[str]
@@ -180,11 +183,20 @@ def _viewed(char: str, fold: dict[str, str], invisible: frozenset[str]) -> str:
     )
 
 
+# The characters the patterns look for; a character whose view holds none of these
+# (nor whitespace, a digit or the stand-in) can stay itself in the view.
+_STRUCTURAL: Final = frozenset("<>[]/\\|:_#*~")
+
+
 def _matters(viewed: str) -> bool:
-    """Whether a view can take part in a match: patterns only look for ASCII,
-    whitespace, digits and the stand-in, so any other character may stay as it is."""
+    """Whether a character's view can take part in a match."""
     return not viewed or any(
-        c.isascii() or c.isspace() or c.isdecimal() or c == _STAND_IN for c in viewed
+        (c.isascii() and c.isalnum())
+        or c in _STRUCTURAL
+        or c.isspace()
+        or c.isdecimal()
+        or c == _STAND_IN
+        for c in viewed
     )
 
 
@@ -209,6 +221,7 @@ def _tables() -> _Tables:
         view=view,
         attention=re.compile(f"[{_class(bmp)}{_ASTRAL}]+"),
         triggers=re.compile(f"[<\\[:{_class(triggered)}]"),
+        resized=re.compile(f"[{_class({p for p in bmp if len(view[p]) != 1})}{_ASTRAL}]+"),
         visible=re.compile(f"[^\\s{_class(hidden)}{_ASTRAL}]"),
         erasable=re.compile(f"[{_class({p for p in hidden if not view[p]})}{_ASTRAL}]"),
     )
@@ -219,16 +232,17 @@ def _tables() -> _Tables:
 
 @dataclass
 class _View:
-    """The normalised view of a text, and where each part of it came from.
+    """The normalised view of a text, and the way back from view indices to the text.
 
-    Outside the recorded runs, view and text advance together; a run is a stretch
-    of characters the view changed (some may have vanished or expanded).
+    Most characters give exactly one view character; the others (invisible ones,
+    which give none, and expansions such as ligatures) are found only when a match
+    needs mapping back, as runs: between two runs, view and text advance together.
     """
 
     text: str
     source: str
-    runs: list[tuple[int, int, int, int]] = field(default_factory=list)
-    """(text start, text end, view start, view end) of each changed run, in order."""
+    _runs: list[tuple[int, int, int, int]] | None = None
+    """(text start, text end, view start, view end) of each run of resized characters."""
     _starts: list[int] = field(default_factory=list)
     _offsets: dict[int, list[int]] = field(default_factory=dict)
 
@@ -240,11 +254,29 @@ class _View:
         """(text index, view index) where the character giving view[index - 1] ends."""
         return self._locate(index - 1, end=True)
 
+    def _resized(self) -> list[tuple[int, int, int, int]]:
+        if self._runs is None:
+            self._runs = []
+            if len(self.text) != len(self.source) or not self.source.isascii():
+                tables = _tables()
+                shift = 0
+                for match in tables.resized.finditer(self.source):
+                    run = match.group()
+                    viewed = run.translate(tables.view)
+                    if viewed == run:
+                        continue  # astral characters the view keeps
+                    start, end = match.span()
+                    self._runs.append((start, end, start + shift, start + shift + len(viewed)))
+                    shift += len(viewed) - len(run)
+            self._starts = [run[2] for run in self._runs]
+        return self._runs
+
     def _locate(self, index: int, *, end: bool) -> tuple[int, int]:
+        runs = self._resized()
         run = bisect_right(self._starts, index) - 1
         if run < 0:
             return index + end, index + end
-        text_start, text_end, view_start, view_end = self.runs[run]
+        text_start, text_end, view_start, view_end = runs[run]
         if index >= view_end:  # after the run: shifted by what the runs so far changed
             shift = view_end - text_end
             return index - shift + end, index + end
@@ -261,30 +293,30 @@ class _View:
 
 
 def _view(text: str) -> _View:
-    """The normalised view of `text`, one regex pass and a translate per changed run."""
+    """The normalised view of `text`: one regex pass and a translate per changed run, or,
+    where changed runs are dense (Cyrillic, Greek), one translate of the whole text."""
     if text.isascii():
         if _ASCII_BREAK.search(text) is None:
             return _View(text, text)
-        return _View(text.translate(_ASCII_BREAKS), text)  # one for one: no runs
+        return _View(text.translate(_ASCII_BREAKS), text)
     tables = _tables()
     pieces: list[str] = []
-    runs: list[tuple[int, int, int, int]] = []
     cursor = 0
-    shift = 0
     for match in tables.attention.finditer(text):
         run = match.group()
         viewed = run.translate(tables.view)
         if viewed == run:
             continue  # astral characters the view keeps
-        start, end = match.span()
-        pieces += (text[cursor:start], viewed)
-        runs.append((start, end, start + shift, start + shift + len(viewed)))
-        shift += len(viewed) - (end - start)
-        cursor = end
-    if not runs:
+        # A Python step per run costs about what translating ten characters does: once
+        # runs come that often, one translate of the whole text is cheaper.
+        if len(pieces) > 128 and len(pieces) * 5 > match.end():
+            return _View(text.translate(tables.view), text)
+        pieces += (text[cursor : match.start()], viewed)
+        cursor = match.end()
+    if not pieces:
         return _View(text, text)
     pieces.append(text[cursor:])
-    return _View("".join(pieces), text, runs, [run[2] for run in runs])
+    return _View("".join(pieces), text)
 
 
 # --- what to look for, and what it becomes --------------------------------------------------
@@ -423,7 +455,7 @@ def _rewrite(text: str, rules: tuple[_Rule, ...]) -> str:
 
 
 def _stripped(text: str) -> str:
-    if text.isascii() or _REMOVED.search(text) is None:
+    if text.isascii() or _SELECTOR_OR_TAG.search(text) is None or not _REMOVED.search(text):
         return text
     return _REMOVED.sub("", text)
 

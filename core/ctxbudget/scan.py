@@ -3,9 +3,10 @@
 Documents legitimately contain imperatives ("Click Save", "Do not operate while
 wet"), so nothing is dropped. What is flagged are the shapes prompt injections
 take: instructions addressed to an AI, "ignore previous instructions", chat-role
-markers, hidden characters, and markdown images whose URL carries a query (the
-classic way to exfiltrate data through a rendered answer). Warnings name the
-pattern, never quote the text, because they are rendered into the prompt.
+markers, hidden characters (tag characters and variation selectors that smuggle
+text past a reader), and markdown images whose URL carries a query (the classic
+way to exfiltrate data through a rendered answer). Warnings name the pattern,
+never quote the text, because they are rendered into the prompt.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ __all__ = ["flag_instructions", "scan_for_instructions"]
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 
+# Every pattern is linear in its input: possessive quantifiers, bounded gaps, and no
+# class that can run past the structure that ends it (an image's alt text stops at
+# the next bracket), so no shape of text makes a scan backtrack.
 _PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (
         re.compile(
@@ -31,8 +35,8 @@ _PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     ),
     (
         re.compile(
-            r"\b(?:(?:dear|attention|note to|hey)\s+)?(?:AI|assistant|chatbot|LLM|language model|"
-            r"GPT|Claude|model)\b\s*[,:]\s*(?:please\s+)?(?:you\s+(?:must|should|will)\s+)?"
+            r"\b(?:(?:dear|attention|note to|hey)\s++)?(?:AI|assistant|chatbot|LLM|language model|"
+            r"GPT|Claude|model)\b\s*+[,:]\s*+(?:please\s++)?(?:you\s++(?:must|should|will)\s++)?"
             r"(?:ignore|do|tell|send|reveal|print|output|respond|reply|say|include|write|"
             r"forward|email|call|execute|run|visit|open|summari[sz]e|translate)\b",
             _FLAGS,
@@ -42,25 +46,39 @@ _PATTERNS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (
         re.compile(
             r"\b(?:you are now|from now on,? you|act as (?:an?|the)\b|pretend (?:to be|you are)|"
-            r"your new (?:instructions|task|role)|new instructions\s*:|system prompt)",
+            r"your new (?:instructions|task|role)|new instructions\s*+:|system prompt)",
             _FLAGS,
         ),
         "tries to change the assistant's role or instructions",
     ),
     (
         re.compile(
-            r"^[ \t]*(?:#{1,6}\s*)?(?:human|user|assistant|system|developer)\s*:"
-            r"|<\|[a-z_]{2,30}\|>|\[/?INST\]|<</?SYS>>",
+            r"^[ \t>*_#]*+(?:human|user|assistant|system|developer|tool)[ \t*_]*+:"
+            r"|<\|[a-z_]{2,30}+\|>|\[/?INST\]|<</?SYS>>",
             _FLAGS,
         ),
         "contains chat-role markers",
     ),
     (
-        re.compile(r"!\[[^\]\n]*\]\(\s*<?https?://[^)\s]*\?[^)\s]*\)", re.IGNORECASE),
+        re.compile(
+            r"!\[[^\[\]\n]*+\]\(\s*+<?https?://[^\s()<>\[\]?]*+\?[^\s()<>\[\]]*+>?\)",
+            re.IGNORECASE,
+        ),
         "contains a markdown image with a URL query (a data-exfiltration pattern)",
     ),
     (
-        re.compile("[\U000e0000-\U000e007f]|[\u200b-\u200f\u2060-\u2064\u202a-\u202e]{3,}"),
+        re.compile(
+            # Unicode tag characters (ASCII smuggling); a run of variation selectors, or
+            # a supplementary one anywhere but after a CJK ideograph (one selector per
+            # hidden byte); a run of zero-width, bidi or filler characters.
+            "[\U000e0000-\U000e007f]"
+            "|[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}+"
+            "|[\U000e0100-\U000e01ef]"
+            "(?<![\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]"
+            "[\U000e0100-\U000e01ef])"
+            "|[\u00ad\u034f\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+            "\u2066-\u206f\u3164\ufeff\uffa0]{3,}+"
+        ),
         "contains hidden characters",
     ),
 )
