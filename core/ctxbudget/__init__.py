@@ -20,7 +20,7 @@ from ctxbudget.errors import (
     TokenizerError,
     VocabularyError,
 )
-from ctxbudget.escalate import DocumentLoader, Escalation
+from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader
 from ctxbudget.fence import SourceFormat, fence_rule, neutralise
 from ctxbudget.inputs import Chunk, Principal, Tool, Turn
 from ctxbudget.order import Order
@@ -79,6 +79,7 @@ __all__ = [
     "Order",
     "Principal",
     "Report",
+    "SectionLoader",
     "Selection",
     "Source",
     "SourceFormat",

@@ -65,13 +65,15 @@ class Deduplicator:
 
     def __init__(self, settings: Dedup) -> None:
         self._settings = settings
-        self._shingles: dict[str, frozenset[tuple[str, ...]]] = {}
+        # Keyed by id and text: an escalated document may share its id with one of its chunks.
+        self._shingles: dict[tuple[str, str], frozenset[tuple[str, ...]]] = {}
 
     def _of(self, chunk: Chunk) -> frozenset[tuple[str, ...]]:
-        cached = self._shingles.get(chunk.id)
+        key = (chunk.id, chunk.content)
+        cached = self._shingles.get(key)
         if cached is None:
             cached = shingles(chunk.content, self._settings.shingle_size)
-            self._shingles[chunk.id] = cached
+            self._shingles[key] = cached
         return cached
 
     def duplicates(self, candidate: Chunk, kept: Sequence[Chunk]) -> Chunk | None:

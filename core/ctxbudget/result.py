@@ -101,6 +101,10 @@ class Source(BaseModel):
     chunk: Chunk = Field(
         description="The chunk shown as [n]; for an escalated document, the whole document."
     )
+    text: str = Field(
+        description="The source as the prompt shows it: its [n] header and its neutralised "
+        "content (what a framework node or document should carry)."
+    )
     document: bool = Field(
         default=False, description="True when [n] is a whole document sent in place of its chunks."
     )

@@ -324,17 +324,24 @@ class RetrievedClaim(ListClaim[Chunk]):
             return min(self._rank[c] for c in self.covered(chunk))
         return self._rank[chunk.id]
 
+    def blocks(self, fit: Fit[Chunk]) -> list[tuple[Chunk, str]]:
+        """Kept sources in prompt order, each with its text as the prompt shows it."""
+        sources = self.sources(fit)
+        options = replace(self.settings.render, effective_dates=self._conflict(sources))
+        return [
+            (chunk, render_source(n, chunk, self.content(chunk), options))
+            for n, chunk in enumerate(sources, 1)
+        ]
+
+    def _conflict(self, sources: list[Chunk]) -> bool:
+        return self.settings.conflict_policy is not None and dates_differ(sources)
+
     def render(self, fit: Fit[Chunk]) -> str:
         if not fit.parts:
             return ""
-        sources = self.sources(fit)
-        conflict = self.settings.conflict_policy is not None and dates_differ(sources)
-        options = replace(self.settings.render, effective_dates=conflict)
-        blocks = [
-            render_source(n, chunk, self.content(chunk), options)
-            for n, chunk in enumerate(sources, 1)
-        ]
-        return fence_frame(self._notice(conflict=conflict)).wrap(blocks)
+        blocks = self.blocks(fit)
+        conflict = self._conflict([chunk for chunk, _ in blocks])
+        return fence_frame(self._notice(conflict=conflict)).wrap([text for _, text in blocks])
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:
         return [*self.packer.drops(fit), *self._denied.values()]

@@ -221,10 +221,11 @@ def sources_of(claim: RetrievedClaim, fit: Fit[Chunk]) -> tuple[Source, ...]:
         Source(
             n=n,
             chunk=chunk,
+            text=text,
             document=claim.is_document(chunk),
             covers=claim.covered(chunk) if claim.is_document(chunk) else (),
         )
-        for n, chunk in enumerate(claim.sources(fit), 1)
+        for n, (chunk, text) in enumerate(claim.blocks(fit), 1)
     )
 
 

@@ -574,3 +574,13 @@ def test_assemble_dedup_shingles_each_candidate_once(
 
     assert len(shingled) == 8
     assert set(shingled.values()) == {1}
+
+
+def test_shingles_are_cached_per_text_not_only_per_id() -> None:
+    # An escalated document can share its id with one of its chunks.
+    dedup = Deduplicator(Dedup())
+    part = Chunk(id="d", content="alpha beta gamma delta epsilon zeta eta theta")
+    whole = Chunk(id="d", content="one two three four five six seven eight nine ten")
+    candidate = Chunk(id="c", content="one two three four five six seven eight nine ten")
+    assert dedup.duplicates(candidate, [part]) is None
+    assert dedup.duplicates(candidate, [whole]) is whole

@@ -181,3 +181,12 @@ def test_selection_is_within_max_tokens_and_accounts_for_every_chunk(
     kept = [s.chunk.id for s in selection.sources]
     dropped = [d.id for d in selection.dropped]
     assert sorted(kept + dropped) == sorted(c.id for c in given_chunks)
+
+
+def test_each_source_carries_its_text_as_the_prompt_shows_it() -> None:
+    selection = select_sources(chunks(6), max_tokens=2_000, tokenizer="o200k_base")
+    blocks = [source.text for source in selection.sources]
+    assert "\n\n".join(blocks) in selection.text
+    for source in selection.sources:
+        assert source.text.startswith(f"[{source.n}] Doc ")
+        assert source.text.endswith(source.chunk.content)
