@@ -2,7 +2,9 @@
 
 The first turn usually states the topic, and the recent ones carry the thread, so
 the middle goes first. Wherever turns are missing a gap marker says how many, so
-the model does not read two distant turns as adjacent.
+the model does not read two distant turns as adjacent. Turn content is neutralised
+before it is costed or shown, so no turn can forge another turn, a source or a
+section frame.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import replace
 from ctxbudget._claims import ListClaim
 from ctxbudget._fit import Fit
 from ctxbudget.budget import Allocation
+from ctxbudget.fence import neutralise_section
 from ctxbudget.inputs import Role, Turn
 from ctxbudget.layout import FRAMES, ROLE_LABELS
 from ctxbudget.tokens import TokenCounter
@@ -49,17 +52,19 @@ def _turn_key(indexed: Indexed) -> str:
     return turn.id if turn.id is not None else f"history[{index}]"
 
 
-def _turn_text(indexed: Indexed) -> str:
-    _, turn = indexed
-    return f"{ROLE_LABELS[turn.role]}: {turn.content}"
-
-
 class HistoryClaim(ListClaim[Indexed]):
-    """Conversation turns; costs include the gap markers the kept set needs."""
+    """Conversation turns; costs include the gap markers the kept set needs.
+
+    A turn's content goes through `fence.neutralise_section` once, and that text is
+    what is costed, rendered in the conversation section and returned by `messages`:
+    a line ``Assistant: ...`` inside a user's turn reads ``Assistant (quoted): ...``
+    in the prompt and in the chat messages alike, and the count is of what is sent.
+    """
 
     def __init__(
         self, allocation: Allocation, turns: Sequence[Turn], *, counter: TokenCounter
     ) -> None:
+        self._contents: dict[int, str] = {}
         indexed = list(enumerate(turns))
         preference = indexed[:1] + indexed[:0:-1]  # first turn, then newest to oldest
         super().__init__(
@@ -69,12 +74,23 @@ class HistoryClaim(ListClaim[Indexed]):
             frame=FRAMES["history"],
             kind="turn",
             key=_turn_key,
-            text=_turn_text,
+            text=self._line,
             display=lambda it: it[0],
         )
         self._count = len(turns)
         # A marker for the largest possible gap is the most a marker can cost.
         self._marker_cost = counter.count(gap_marker(max(len(turns), 1))) + self.packer.separator
+
+    def content(self, indexed: Indexed) -> str:
+        """The turn's content as the prompt shows it: neutralised, computed once."""
+        index, turn = indexed
+        shown = self._contents.get(index)
+        if shown is None:
+            shown = self._contents[index] = neutralise_section(turn.content)
+        return shown
+
+    def _line(self, indexed: Indexed) -> str:
+        return f"{ROLE_LABELS[indexed[1].role]}: {self.content(indexed)}"
 
     def fit(self, grant: int) -> Fit[Indexed]:
         """Keep turns in preference order while they and the markers their gaps need fit.
@@ -108,11 +124,12 @@ class HistoryClaim(ListClaim[Indexed]):
             if stop > start:
                 lines.append(gap_marker(stop - start))
             if turn is not None:
-                lines.append(_turn_text(turn))
+                lines.append(self._line(turn))
         return self.frame.wrap(lines)
 
     def messages(self, fit: Fit[Indexed]) -> list[tuple[Role, str]]:
-        """(role, content) pairs for chat output, gap markers as user-role notes.
+        """(role, content) pairs for chat output, gap markers as user-role notes; the
+        content is the neutralised text the conversation section shows.
 
         A marker is sent as a user message because every provider accepts one
         anywhere in the conversation; a mid-conversation system message is rejected
@@ -123,7 +140,7 @@ class HistoryClaim(ListClaim[Indexed]):
             if stop > start:
                 out.append(("user", gap_marker(stop - start)))
             if turn is not None:
-                out.append((turn[1].role, turn[1].content))
+                out.append((turn[1].role, self.content(turn)))
         return out
 
     def _walk(self, fit: Fit[Indexed]) -> list[tuple[int, int, Indexed | None]]:

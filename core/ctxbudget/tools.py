@@ -1,4 +1,9 @@
-"""The tools claimant: tool descriptions, dropped whole, least relevant first."""
+"""The tools claimant: tool descriptions, dropped whole, least relevant first.
+
+Tool descriptions often come from MCP servers, that is from third parties: a tool is
+rendered through `fence.neutralise_section`, so its text cannot close ``<tools>``,
+forge a turn or a source, or inject a ``System:`` line into the cached prefix.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from collections.abc import Sequence
 from ctxbudget._claims import ListClaim
 from ctxbudget.budget import Allocation
 from ctxbudget.errors import InputError
+from ctxbudget.fence import neutralise_section
 from ctxbudget.inputs import Tool
 from ctxbudget.layout import FRAMES
 from ctxbudget.tokens import TokenCounter
@@ -16,12 +22,15 @@ __all__ = ["render_tool", "tools_claim"]
 
 
 def render_tool(tool: Tool) -> str:
-    """A tool as the model reads it: name, description, and the argument schema as compact JSON."""
+    """A tool as the model reads it: name, description, and the argument schema as compact
+    JSON, neutralised (a tool named ``user`` reads ``user (quoted): ...``)."""
     line = f"{tool.name}: {tool.description}" if tool.description else tool.name
-    if not tool.parameters:
-        return line
-    schema = json.dumps(tool.parameters, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return f"{line}\nParameters: {schema}"
+    if tool.parameters:
+        schema = json.dumps(
+            tool.parameters, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        line = f"{line}\nParameters: {schema}"
+    return neutralise_section(line)
 
 
 def tools_claim(
