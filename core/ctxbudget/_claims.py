@@ -1,6 +1,6 @@
 """A claimant as a list of whole items packed into its grant, and the plain-text claimants.
 
-Each claimant knows how to shrink itself (DESIGN "Trimming"): the list claimant
+Each claimant knows how to shrink itself (README "How each claimant shrinks"): the list claimant
 keeps a preferred prefix of its items and drops from the tail; subclasses decide
 the preference order (rank, recency, relevance) and the display order.
 """

@@ -1,5 +1,5 @@
 """Forbidden text never leaves the assembler: not in the prompt, messages, sources, report,
-log records or exception messages (DESIGN "Untrusted data", issue #3 step 1).
+log records or exception messages (README "Retrieved sources", Permit).
 
 Every chunk carries a unique canary string in every text field; for each chunk the
 principal may not see, its canary must appear nowhere the caller or a log can read.
