@@ -16,7 +16,7 @@ from ctxbudget.conflicts import ConflictPolicy
 from ctxbudget.dedup import Dedup
 from ctxbudget.errors import ContextBudgetError, InputError
 from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader
-from ctxbudget.fence import SourceFormat, fence_rule
+from ctxbudget.fence import SourceFormat, fence_rule, neutralise_section
 from ctxbudget.history import HistoryClaim
 from ctxbudget.inputs import Chunk, Principal, Tool, Turn, check_text
 from ctxbudget.layout import FRAMES, ORDER, PREFIX, SECTION_SEPARATOR
@@ -140,7 +140,9 @@ class ContextAssembler:
         question = _required_text("question", question)
         system = _text("system", system)
         examples = _text("examples", examples)
+        # Memory is often derived from user data: it may not forge a frame, source or turn.
         memory = _text("memory", memory)
+        memory = None if memory is None else neutralise_section(memory)
         chunks = check_chunks(chunks)
         history = _items("history", history, Turn)
         tools = _items("tools", tools, Tool)
