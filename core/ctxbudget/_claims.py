@@ -39,10 +39,14 @@ class ListClaim(Generic[T]):
         cost: Callable[[T], int] | None = None,
         bound: Callable[[T], int] | None = None,
         kind_of: Callable[[T], ItemKind] | None = None,
+        outside_text: bool = False,
     ) -> None:
         """`cost` and `bound` default to counting `text(item)`; pass them when an item's
-        cost is known another way (a token count measured at ingest)."""
+        cost is known another way (a token count measured at ingest). An `outside_text`
+        claimant is sent beside the prompt (tool schemas for native tool calling): it
+        renders nothing, and its items' cost counts against the budget on its own."""
         self.allocation = allocation
+        self.outside_text = outside_text
         self.items = items
         self.frame = frame
         self._text = text
@@ -53,10 +57,12 @@ class ListClaim(Generic[T]):
             key=key,
             cost=cost or (lambda item: counter.count(text(item))),
             bound=bound or (lambda item: counter.lower_bound(text(item))),
-            framing=counter.count(frame.open)
+            framing=0
+            if outside_text
+            else counter.count(frame.open)
             + counter.count(frame.close)
             + counter.count(SECTION_SEPARATOR),
-            separator=counter.count(frame.separator),
+            separator=0 if outside_text else counter.count(frame.separator),
             kind_of=kind_of,
         )
 
@@ -80,8 +86,8 @@ class ListClaim(Generic[T]):
         return items
 
     def render(self, fit: Fit[T]) -> str:
-        """The section text, or "" when nothing was kept."""
-        if not fit.parts:
+        """The section text, or "" when nothing was kept or the claimant is outside the text."""
+        if not fit.parts or self.outside_text:
             return ""
         return self.frame.wrap([self._text(item) for item in self.kept(fit)])
 

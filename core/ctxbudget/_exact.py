@@ -33,8 +33,10 @@ class Rendered:
     sections: Mapping[Claimant, str]
     """Section text per claimant, in prompt order; "" when it kept nothing."""
     text: str
+    outside: int
+    """Tokens of what is sent beside `text` (tool schemas for native tool calling)."""
     total: int
-    """The exact token count of `text`."""
+    """The exact token count of `text`, plus `outside`."""
     drops: int
     """Items the exact count removed after allocation."""
 
@@ -56,9 +58,10 @@ def render_exactly(
     while True:
         sections = {name: claims[name].render(fits[name]) for name in ORDER if name in claims}
         text = SECTION_SEPARATOR.join(s for s in sections.values() if s)
-        total = counter.count(text)
+        outside = sum(fits[n].cost for n, c in claims.items() if c.outside_text)
+        total = counter.count(text) + outside
         if total <= limit:
-            return Rendered(claims, fits, sections, text, total, drops)
+            return Rendered(claims, fits, sections, text, outside, total, drops)
         blocked: ListClaim[Any] | None = None
         for claim in shrink_order:
             name = claim.allocation.name

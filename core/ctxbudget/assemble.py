@@ -36,7 +36,7 @@ from ctxbudget.sources import (
     sources_of,
 )
 from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
-from ctxbudget.tools import tools_claim
+from ctxbudget.tools import tool_schema, tools_claim
 from ctxbudget.turns import TrimmedHistory, trim_with
 
 __all__ = ["ContextAssembler"]
@@ -67,6 +67,7 @@ class ContextAssembler:
         conflict_policy: ConflictPolicy | None = None,
         datamark: bool = False,
         fence_rule: bool = True,
+        native_tools: bool = False,
         access: AccessPolicy | None = None,
         loader: DocumentLoader | SectionLoader | None = None,
         escalation: Escalation | None = None,
@@ -88,6 +89,8 @@ class ContextAssembler:
                 differ; when set, those dates are shown.
             datamark: interleave a marker in retrieved text (Spotlighting).
             fence_rule: append the untrusted-data rule to the system prompt.
+            native_tools: keep tools out of the text, for the provider's tools parameter
+                (`Assembled.tool_schemas`); their schemas still count against the budget.
             access: which ACL metadata chunks must carry; defaults to none required.
             loader: loads whole documents for escalation; None turns escalation off.
             escalation: when a document is sent whole; defaults to `Escalation()`.
@@ -114,6 +117,7 @@ class ContextAssembler:
             escalation=Escalation() if escalation is None else escalation,
         )
         self.fence_rule = fence_rule
+        self.native_tools = native_tools
         self.counter = TokenCounter(tokenizer, maxsize=cache_size)
 
     def assemble(
@@ -184,7 +188,9 @@ class ContextAssembler:
             elif name == "history":
                 claims[name] = HistoryClaim(allocation, history, counter=counter)
             elif name == "tools":
-                claims[name] = tools_claim(allocation, tools, counter=counter)
+                claims[name] = tools_claim(
+                    allocation, tools, counter=counter, native=self.native_tools
+                )
             else:
                 claims[name] = text_claim(
                     allocation, texts[name], counter=counter, frame=FRAMES[name]
@@ -291,8 +297,14 @@ class ContextAssembler:
             retrieval_trimmed=squeezed,
             squeezed_by=allocated.holders.get("retrieved", {}),
             escalated=escalated,
-            prefix_tokens=self.counter.count(prefix_text),
-            prefix_hash=prefix_hash(prefix_text),
+            tool_schema_tokens=rendered.outside,
+            # Native tool schemas sit in the provider's cacheable prefix too.
+            prefix_tokens=self.counter.count(prefix_text) + rendered.outside,
+            prefix_hash=prefix_hash(
+                "\n".join([prefix_text, *map(tool_schema, tools_kept)])
+                if self.native_tools
+                else prefix_text
+            ),
             prefix_warnings=warnings,
             final_check_drops=rendered.drops,
         )

@@ -92,7 +92,10 @@ class Report(BaseModel):
     budget: int = Field(
         description="Tokens the prompt may use: Budget.total - Budget.reserve_output."
     )
-    total: int = Field(description="Exact token count of the final prompt text.")
+    total: int = Field(
+        description="Exact token count of the final prompt text, plus tool_schema_tokens when "
+        "tools are sent natively."
+    )
     unused: int = Field(description="budget - total: tokens the prompt could still have used.")
     sizes: dict[Claimant, int] = Field(
         description="Tokens each claimant's section takes in the prompt (framing and a section "
@@ -124,6 +127,11 @@ class Report(BaseModel):
     )
     escalated: str | None = Field(
         description="The id of the document sent whole in place of its chunks, if any."
+    )
+    tool_schema_tokens: int = Field(
+        default=0,
+        description="Tokens of the tool schemas sent beside the text (native tool calling), "
+        "counted against the budget and included in total; 0 when tools are in the text.",
     )
     prefix_tokens: int = Field(
         description="Tokens in the stable, cacheable prefix (system, examples, tools)."

@@ -7,7 +7,7 @@ and the default ``"generic"`` shape kept from earlier releases.
 
 from __future__ import annotations
 
-from typing import Final, Literal, NotRequired, TypedDict, overload
+from typing import Any, Final, Literal, NotRequired, TypedDict, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,11 +22,13 @@ __all__ = [
     "CONVERSATION_START",
     "AnthropicMessage",
     "AnthropicPrompt",
+    "AnthropicTool",
     "Assembled",
     "CacheControl",
     "Message",
     "MessageStyle",
     "OpenAIMessage",
+    "OpenAITool",
     "Source",
     "TextBlock",
 ]
@@ -90,6 +92,25 @@ class AnthropicPrompt(TypedDict):
     system: NotRequired[list[TextBlock]]
     """The cacheable prefix; absent when there is none. Its last block is the breakpoint."""
     messages: list[AnthropicMessage]
+
+
+def _no_arguments() -> dict[str, Any]:
+    return {"type": "object", "properties": {}}
+
+
+class OpenAITool(TypedDict):
+    """A tool for OpenAI Chat Completions' ``tools`` parameter."""
+
+    type: Literal["function"]
+    function: dict[str, Any]
+
+
+class AnthropicTool(TypedDict):
+    """A tool for Anthropic's Messages API ``tools`` parameter."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
 
 
 class Source(BaseModel):
@@ -233,6 +254,42 @@ class Assembled(BaseModel):
         if self.prefix:
             prompt["system"] = self._system_blocks()
         return prompt
+
+    @overload
+    def tool_schemas(self, *, style: Literal["openai"]) -> list[OpenAITool]: ...
+
+    @overload
+    def tool_schemas(self, *, style: Literal["anthropic"]) -> list[AnthropicTool]: ...
+
+    def tool_schemas(
+        self, *, style: Literal["openai", "anthropic"]
+    ) -> list[OpenAITool] | list[AnthropicTool]:
+        """The kept tools in the shape a provider's ``tools`` parameter takes, in the order
+        given (for ``ContextAssembler(native_tools=True)``, whose budget counted them)."""
+        if style == "openai":
+            openai: list[OpenAITool] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters or _no_arguments(),
+                    },
+                }
+                for t in self.tools
+            ]
+            return openai
+        if style == "anthropic":
+            anthropic: list[AnthropicTool] = [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.parameters or _no_arguments(),
+                }
+                for t in self.tools
+            ]
+            return anthropic
+        raise InputError(f"style must be 'openai' or 'anthropic', but got {style!r}")
 
     def check_citations(self, answer: str) -> CitationCheck:
         """Citations in `answer` that point nowhere, and sources it never cites."""

@@ -18,7 +18,7 @@ from ctxbudget.inputs import Tool
 from ctxbudget.layout import FRAMES
 from ctxbudget.tokens import TokenCounter
 
-__all__ = ["render_tool", "tools_claim"]
+__all__ = ["render_tool", "tool_schema", "tools_claim"]
 
 
 def render_tool(tool: Tool) -> str:
@@ -33,13 +33,22 @@ def render_tool(tool: Tool) -> str:
     return neutralise_section(line)
 
 
+def tool_schema(tool: Tool) -> str:
+    """A tool as a provider receives it for native tool calling, as compact JSON: what is
+    counted against the budget when tools are kept out of the text."""
+    schema = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def tools_claim(
-    allocation: Allocation, tools: Sequence[Tool], *, counter: TokenCounter
+    allocation: Allocation, tools: Sequence[Tool], *, counter: TokenCounter, native: bool = False
 ) -> ListClaim[Tool]:
     """Tools kept by relevance (score, else the order given), shown in the order given.
 
     Showing them in input order keeps the cacheable prefix byte-identical whenever
-    the same tools survive, whatever their scores were this time.
+    the same tools survive, whatever their scores were this time. `native` tools are
+    sent beside the prompt (the provider's tools parameter): not rendered, their
+    schemas counted.
     """
     position = {}
     for index, tool in enumerate(tools):
@@ -59,6 +68,7 @@ def tools_claim(
         frame=FRAMES["tools"],
         kind="tool",
         key=lambda t: t.name,
-        text=render_tool,
+        text=tool_schema if native else render_tool,
         display=lambda t: position[t.name],
+        outside_text=native,
     )
