@@ -29,10 +29,12 @@ from ctxbudget.report import Dropped, Report
 from ctxbudget.result import (
     AnthropicMessage,
     AnthropicPrompt,
+    AnthropicTool,
     Assembled,
     Message,
     MessageStyle,
     OpenAIMessage,
+    OpenAITool,
     Source,
 )
 from ctxbudget.scan import flag_instructions, scan_for_instructions
@@ -56,6 +58,7 @@ __all__ = [
     "Allocation",
     "AnthropicMessage",
     "AnthropicPrompt",
+    "AnthropicTool",
     "Assembled",
     "Budget",
     "BudgetError",
@@ -76,6 +79,7 @@ __all__ = [
     "Message",
     "MessageStyle",
     "OpenAIMessage",
+    "OpenAITool",
     "Order",
     "Principal",
     "Report",
