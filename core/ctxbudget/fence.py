@@ -508,7 +508,7 @@ def removable_bytes(text: str, *, datamarked: bool = False) -> int:
 def is_blank(text: str) -> bool:
     """Whether `text` holds nothing a reader sees: only whitespace and invisible characters."""
     if text.isascii():
-        return not text.strip()
+        return not text or text.isspace()
     if _tables().visible.search(text) is not None:
         return False
     return not _view(text).text.strip()
