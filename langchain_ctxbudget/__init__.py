@@ -1,4 +1,37 @@
-"""LangChain adapter for ctxbudget: Runnable, DocumentTransformer, DocumentCompressor.
+"""LangChain adapter for ctxbudget: budgeted, numbered, fenced context as LangChain components.
 
-Placeholder: the adapter is built by its own issue; the core is `ctxbudget`.
+`ContextBudgetRunnable` (an LCEL step), `ContextBudgetTransformer` and
+`ContextBudgetCompressor` (document post-processing), `trim_history` (chat history
+by whole turns); `langchain_ctxbudget.middleware.ContextBudgetMiddleware` for agents
+built with ``langchain`` 1.x. Thin: each converts LangChain objects, calls the
+`ctxbudget` core once, and converts back.
 """
+
+from importlib import metadata as _metadata
+
+try:
+    import langchain_core as _langchain_core
+except ImportError as _error:
+    raise ImportError(
+        "langchain_ctxbudget needs langchain-core, which is not installed: "
+        "pip install 'ctxbudget[langchain]'"
+    ) from _error
+
+from langchain_ctxbudget._convert import MetadataMapping
+from langchain_ctxbudget.compressor import ContextBudgetCompressor
+from langchain_ctxbudget.history import history_trimmer, trim_history
+from langchain_ctxbudget.runnable import ContextBudgetRunnable
+from langchain_ctxbudget.transformer import ContextBudgetTransformer
+
+__version__ = _metadata.version("ctxbudget")
+
+__all__ = [
+    "ContextBudgetCompressor",
+    "ContextBudgetRunnable",
+    "ContextBudgetTransformer",
+    "MetadataMapping",
+    "history_trimmer",
+    "trim_history",
+]
+
+del _langchain_core

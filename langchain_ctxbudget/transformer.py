@@ -1,0 +1,70 @@
+"""`ContextBudgetTransformer`: retrieved documents selected, numbered and arranged in budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import BaseDocumentTransformer, Document
+
+from ctxbudget import ContextAssembler, Principal
+from langchain_ctxbudget._convert import MetadataMapping
+from langchain_ctxbudget._langchain import budgeted_documents, principal_of
+
+__all__ = ["ContextBudgetTransformer"]
+
+
+class ContextBudgetTransformer(BaseDocumentTransformer):
+    """Keeps the documents that fit the retrieved budget: permitted, above the relevance
+    floor, deduplicated, best first, whole documents escalated, arranged for reading.
+
+    Returns new Documents in prompt order, each with its rendered source (``[n]``
+    header and neutralised text) as ``page_content`` and ``metadata["citation"] = n``;
+    the input Documents are not changed. The fence is not part of any one Document:
+    use `ContextBudgetRunnable` for the fenced block.
+
+    >>> transformer = ContextBudgetTransformer(ContextAssembler(tokenizer="gpt-4o"))
+    >>> [d.metadata["citation"] for d in transformer.transform_documents([Document("Hi.")])]
+    [1]
+    """
+
+    def __init__(
+        self,
+        assembler: ContextAssembler,
+        *,
+        principal: Principal | None = None,
+        max_tokens: int | None = None,
+        mapping: MetadataMapping | None = None,
+    ) -> None:
+        """
+        Args:
+            principal: who is asking, unless a call names someone (``principal=``).
+            max_tokens: the block's limit; None uses the budget's ``retrieved`` allocation.
+            mapping: which metadata keys fill which `Chunk` field.
+        """
+        self.assembler = assembler
+        self.principal = principal
+        self.max_tokens = max_tokens
+        self.mapping = MetadataMapping() if mapping is None else mapping
+
+    def transform_documents(
+        self, documents: Sequence[Document], **kwargs: Any
+    ) -> Sequence[Document]:
+        """Select and cite `documents`; ``principal=`` (a `Principal` or a mapping of its
+        fields) names who is asking in this call."""
+        principal = self.principal
+        if "principal" in kwargs:
+            principal = principal_of(kwargs.pop("principal"), "principal")
+        if kwargs:
+            raise TypeError(
+                f"transform_documents() got unexpected keyword argument(s) "
+                f"{', '.join(map(repr, kwargs))}; it takes principal="
+            )
+        selected, _ = budgeted_documents(
+            self.assembler,
+            documents,
+            principal=principal,
+            max_tokens=self.max_tokens,
+            mapping=self.mapping,
+        )
+        return selected

@@ -1,0 +1,69 @@
+"""The adapter package: exports, version, typing marker, and the install hint without langchain."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import langchain_ctxbudget
+from ctxbudget import __version__ as core_version
+
+BLOCK = (
+    "import sys\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in {blocked!r}:\n"
+    "            raise ImportError(f'blocked {{name}}')\n"
+    "sys.meta_path.insert(0, Block())\n"
+)
+
+
+def run(code: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def test_all_is_sorted() -> None:
+    assert list(langchain_ctxbudget.__all__) == sorted(
+        langchain_ctxbudget.__all__, key=lambda name: (not name[0].isupper(), name)
+    )
+
+
+def test_all_matches_the_public_names() -> None:
+    public = {
+        name
+        for name, value in vars(langchain_ctxbudget).items()
+        if not name.startswith("_") and not isinstance(value, type(sys))
+    }
+    assert set(langchain_ctxbudget.__all__) == public
+
+
+def test_public_names_have_docstrings() -> None:
+    for name in langchain_ctxbudget.__all__:
+        assert getattr(langchain_ctxbudget, name).__doc__, name
+
+
+def test_version_is_the_distributions() -> None:
+    assert langchain_ctxbudget.__version__ == core_version
+
+
+def test_package_ships_py_typed_marker() -> None:
+    assert (Path(langchain_ctxbudget.__file__).parent / "py.typed").is_file()
+
+
+def test_import_without_langchain_core_says_what_to_install() -> None:
+    code = BLOCK.format(blocked={"langchain_core"}) + (
+        "try:\n    import langchain_ctxbudget\nexcept ImportError as error:\n    print(error)\n"
+    )
+    assert "pip install 'ctxbudget[langchain]'" in run(code)
+
+
+def test_import_does_not_need_langchain_itself() -> None:
+    code = BLOCK.format(blocked={"langchain", "langchain_classic", "langgraph"}) + (
+        "import langchain_ctxbudget\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "{'langchain', 'langchain_classic', 'langgraph'}))\n"
+    )
+    assert run(code) == "[]"
