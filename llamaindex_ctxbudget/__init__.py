@@ -1,4 +1,43 @@
-"""LlamaIndex adapter for ctxbudget: NodePostprocessor, PromptHelper, ingestion component.
+"""LlamaIndex adapter for ctxbudget: budgeted, numbered, fenced context for LlamaIndex engines.
 
-Placeholder: the adapter is built by its own issue; the core is `ctxbudget`.
+`ContextBudgetPostprocessor` (a node postprocessor for query and chat engines),
+`ContextBudgetPromptHelper` (response synthesizers pack whole, numbered, fenced
+sources), `TokenCounter` (an ingestion step that counts nodes once), `DocstoreLoader`
+(whole-document escalation from an index's docstore). Thin: each converts LlamaIndex
+objects, calls the `ctxbudget` core once, and converts back; decisions are reported
+as LlamaIndex instrumentation events (`SourcesSelectedEvent`, `ContextPackedEvent`).
 """
+
+from importlib import metadata as _metadata
+
+try:
+    import llama_index.core as _llama_index_core
+except ImportError as _error:
+    raise ImportError(
+        "llamaindex_ctxbudget needs llama-index-core, which is not installed: "
+        "pip install 'ctxbudget[llamaindex]'"
+    ) from _error
+
+from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
+from llamaindex_ctxbudget.events import ContextPackedEvent, SourcesSelectedEvent
+from llamaindex_ctxbudget.ingestion import TokenCounter
+from llamaindex_ctxbudget.loader import DocstoreLoader
+from llamaindex_ctxbudget.postprocessor import CitedNode, ContextBudgetPostprocessor, as_principal
+from llamaindex_ctxbudget.prompt_helper import ContextBudgetPromptHelper
+
+__version__ = _metadata.version("ctxbudget")
+
+__all__ = [
+    "CitedNode",
+    "ContextBudgetPostprocessor",
+    "ContextBudgetPromptHelper",
+    "ContextPackedEvent",
+    "DocstoreLoader",
+    "MetadataMapping",
+    "SourcesSelectedEvent",
+    "TokenCounter",
+    "as_principal",
+    "to_chunk",
+]
+
+del _llama_index_core

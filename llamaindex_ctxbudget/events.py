@@ -1,0 +1,58 @@
+"""What the components decided, as LlamaIndex instrumentation events.
+
+Dispatched through ``llama_index.core.instrumentation``, so any event handler added
+to the root dispatcher (``get_dispatcher().add_event_handler(...)``), including
+observability integrations, sees them inside the query's span. Ids only, never text:
+handlers often log what they receive.
+"""
+
+from __future__ import annotations
+
+# Re-exported by llama_index.core.instrumentation without an __all__, hence the ignore.
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+from llama_index.core.instrumentation.events import BaseEvent
+
+from ctxbudget import Dropped
+
+__all__ = ["ContextPackedEvent", "SourcesSelectedEvent", "dispatcher"]
+
+dispatcher = get_dispatcher(__name__)
+
+
+class SourcesSelectedEvent(BaseEvent):
+    """`ContextBudgetPostprocessor` chose the sources for one query."""
+
+    tokens: int
+    """The exact token count of the fenced, numbered sources."""
+    budget: int
+    """The limit they were selected under."""
+    sources: list[str]
+    """The node id shown as [1], [2], ... in order; for a document sent whole, its id."""
+    dropped: list[Dropped]
+    """Every node left out, with its reason (forbidden, duplicate, over_budget, ...)."""
+    escalated: str | None
+    """The document sent whole in place of its nodes, if any."""
+    trimmed: bool
+    """Some node was left out for lack of space."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SourcesSelectedEvent"
+
+
+class ContextPackedEvent(BaseEvent):
+    """`ContextBudgetPromptHelper` packed sources into the context of one or more LLM calls."""
+
+    space: int
+    """Tokens the prompt template, its history and ``num_output`` left for sources."""
+    pieces: list[list[str]]
+    """Per LLM call, the ids of the sources it gets."""
+    tokens: list[int]
+    """Per LLM call, the exact token count of its fenced sources."""
+    dropped: list[Dropped]
+    """Sources left out: oversize (larger than the space alone), over_budget (truncate
+    keeps one call's worth), or dropped before packing (empty, duplicate)."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ContextPackedEvent"
