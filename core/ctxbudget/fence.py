@@ -488,21 +488,23 @@ def removable_bytes(text: str, *, datamarked: bool = False) -> int:
     """An upper bound on how many UTF-8 bytes neutralising (and datamarking, when
     `datamarked`) can take out of `text`, computed in C-speed scans.
 
-    Only non-ASCII text can shrink: removed invisible characters, and look-alikes
-    rewritten in ASCII. So a size bound taken on the raw text, less this, holds for
-    the neutralised text: ``len(text.encode()) - removable_bytes(text)`` bytes at least.
-    0 for ASCII text that is not datamarked.
+    Rewrites never shorten what they replace, so only characters the normalised view
+    changes can shrink: a look-alike rewritten in ASCII keeps one byte at least, an
+    invisible character may vanish; every other character keeps its bytes. A size
+    bound taken on ``len(text.encode()) - removable_bytes(text)`` bytes therefore
+    holds for the neutralised text. 0 for ASCII text that is not datamarked.
     """
     spaces = 0
     if datamarked:  # a run of spaces becomes one two-byte marker
         spaces = text.count(" ") + text.count("\t")
     if text.isascii():
         return spaces
+    tables = _tables()
     if datamarked:
         spaces += 3 * len(_WIDE_SPACES.findall(text))
-    # Each visible character keeps one byte at least; an invisible one may vanish.
-    erased = len(_tables().erasable.findall(text))
-    return len(text.encode("utf-8")) - len(text) + erased + spaces
+    changed = "".join(tables.attention.findall(text))
+    erased = len(tables.erasable.findall(text))
+    return len(changed.encode("utf-8")) - len(changed) + erased + spaces
 
 
 def is_blank(text: str) -> bool:
