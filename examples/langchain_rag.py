@@ -75,7 +75,7 @@ def main() -> None:
     retriever = store.as_retriever(search_kwargs={"k": len(DOCUMENTS)})
 
     budget = Budget(
-        total=4_000, reserve_output=500, allocations=[Allocation("retrieved", max=400, priority=1)]
+        total=4_000, reserve_output=500, allocations=(Allocation("retrieved", max=400, priority=1),)
     )
     context = ContextBudgetRunnable(
         assembler=ContextAssembler(tokenizer="gpt-4o", budget=budget),

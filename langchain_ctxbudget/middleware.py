@@ -48,11 +48,12 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     is the request's question and always sent; earlier messages are history (first
     human turn, most recent turns, a gap marker between; an AI message with tool
     calls stays with its results); tools are dropped whole, least relevant (last
-    listed) first. The system prompt is counted, never changed. Each call dispatches
-    the custom event ``"ctxbudget_report"`` (when it runs inside a run, as in an agent).
+    listed) first. The system prompt is counted, never changed. Build the assembler
+    with ``native_tools=True`` so tools are counted as the schemas the provider
+    receives. Each call dispatches the custom event ``"ctxbudget_report"`` (when it
+    runs inside a run, as in an agent)::
 
-    >>> agent = create_agent(model, tools, middleware=[ContextBudgetMiddleware(assembler)])
-    ... # doctest: +SKIP
+        agent = create_agent(model, tools, middleware=[ContextBudgetMiddleware(assembler)])
     """
 
     def __init__(self, assembler: ContextAssembler) -> None:

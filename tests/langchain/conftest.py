@@ -57,13 +57,13 @@ def small_budget(*, retrieved: int = 300, history: int = 200, tools: int = 200) 
     return Budget(
         total=2_000,
         reserve_output=200,
-        allocations=[
+        allocations=(
             Allocation("retrieved", max=retrieved, priority=1),
             Allocation("examples", max=200, priority=1),
             Allocation("tools", max=tools, priority=2),
             Allocation("history", max=history, priority=3),
             Allocation("memory", max=100, priority=4),
-        ],
+        ),
     )
 
 

@@ -223,7 +223,7 @@ def test_metadata_of_reads_back_to_the_same_chunk(
     chunk = Chunk(
         id="c",
         content="text",
-        document_id=document_id,
+        document_id=document_id or "c",  # "c", the id: the default
         title=title,
         heading_path=tuple(heading),
         ordinal=ordinal,
@@ -238,3 +238,8 @@ def test_metadata_of_reads_back_to_the_same_chunk(
         metadata={"page": 3},
     )
     assert to_chunks([("c", "text", metadata_of(chunk))])[0] == chunk
+
+
+def test_to_chunks_groups_of_another_type_is_an_error_naming_the_key() -> None:
+    with pytest.raises(InputError, match=r"documents\[0\] metadata\['groups'\] \(Chunk.groups\)"):
+        one({"groups": 5})

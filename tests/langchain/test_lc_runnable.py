@@ -169,7 +169,9 @@ def test_runnable_principal_from_config_mapping(assembler: ContextAssembler) -> 
 def test_runnable_principal_from_config_overrides_construction(
     assembler: ContextAssembler,
 ) -> None:
-    ctx = ContextBudgetRunnable(assembler=assembler, principal=Principal(groups={"risk"}))
+    ctx = ContextBudgetRunnable(
+        assembler=assembler, principal=Principal(groups=frozenset({"risk"}))
+    )
     config: Any = {"configurable": {"principal": Principal(tenant="globex")}}
     text = ctx.invoke(corpus(), config=config)
     assert "Globex" in text
@@ -261,7 +263,7 @@ def test_runnable_dict_report_carries_the_assembly_report(assembler: ContextAsse
 def prompt(ctx: ContextBudgetRunnable, **values: Any) -> list[BaseMessage]:
     value = ctx.invoke(values)
     assert isinstance(value, ChatPromptValue)
-    return value.messages
+    return list(value.messages)
 
 
 def test_runnable_dict_gives_prefix_first_and_question_last(assembler: ContextAssembler) -> None:
