@@ -151,7 +151,7 @@ def _where(index: int, used: Mapping[str, str], error: ValidationError) -> str:
     return f"documents[{index}] metadata: {message}"
 
 
-def to_chunk(
+def _to_chunk(
     index: int, document: RawDocument, mapping: MetadataMapping, *, chunk_id: str
 ) -> Chunk:
     """One document as a `Chunk`; `InputError` naming ``documents[index]`` and the key."""
@@ -198,14 +198,15 @@ def to_chunks(
             chunk_id = base if seen[base] == 1 else f"{base}-{seen[base]}"
         else:
             chunk_id = given
-        chunks.append(to_chunk(index, document, mapping, chunk_id=chunk_id))
+        chunks.append(_to_chunk(index, document, mapping, chunk_id=chunk_id))
     return chunks
 
 
 def metadata_of(chunk: Chunk, mapping: MetadataMapping | None = None) -> dict[str, Any]:
     """A chunk's fields back as metadata, under each field's first key; unset fields left out.
 
-    `to_chunks` reads this back to an equal chunk (given the same id).
+    `to_chunks` reads this back to an equal chunk (given the same id), for every field the
+    mapping names a key for; `source` and `embedding` are not mapped.
     """
     mapping = MetadataMapping() if mapping is None else mapping
     out: dict[str, Any] = dict(chunk.metadata)
