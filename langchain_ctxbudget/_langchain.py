@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.documents import Document
@@ -28,6 +28,7 @@ from ctxbudget import (
     ContextAssembler,
     InputError,
     Principal,
+    Role,
     Selection,
     Source,
     Tool,
@@ -55,9 +56,6 @@ __all__ = [
 
 REPORT_EVENT: Final = "ctxbudget_report"
 """Name of the custom callback event that carries an assembly's report."""
-
-Role = Literal["system", "user", "assistant", "tool"]
-"""The roles of `ctxbudget.Turn`."""
 
 
 def _problem(error: ValidationError) -> str:
@@ -91,24 +89,6 @@ def chunks_of(documents: Sequence[Document], mapping: MetadataMapping) -> list[C
     return to_chunks([(d.id, d.page_content, d.metadata) for d in documents], mapping)
 
 
-def _source_texts(selection: Selection) -> list[str]:
-    """Each source as the prompt shows it: its ``[n]`` header and its neutralised content.
-
-    Cut from the fenced block at each source's header, which content can never forge
-    (the fence neutralises look-alikes); to be replaced by the core's ``Source.text``.
-    """
-    text = selection.text
-    starts: list[int] = []
-    position = 0
-    for source in selection.sources:
-        headers = (f"\n\n[{source.n}]", f'\n\n<document index="{source.n}"')
-        found = [i for i in (text.find(h, position) for h in headers) if i >= 0]
-        position = min(found) + 2
-        starts.append(position)
-    ends = [start - 2 for start in starts[1:]] + [text.rfind("\n</")]
-    return [text[start:end] for start, end in zip(starts, ends, strict=True)]
-
-
 def budgeted_documents(
     assembler: ContextAssembler,
     documents: object,
@@ -138,7 +118,7 @@ def cited_documents(
     """
     originals = {chunk.id: document for chunk, document in zip(chunks, documents, strict=True)}
     out: list[Document] = []
-    for source, text in zip(selection.sources, _source_texts(selection), strict=True):
+    for source in selection.sources:
         original = originals.get(source.chunk.id)
         if source.document or original is None:
             metadata = metadata_of(source.chunk, mapping)
@@ -148,7 +128,7 @@ def cited_documents(
             metadata = dict(original.metadata)
             document_id = original.id
         metadata["citation"] = source.n
-        out.append(Document(page_content=text, metadata=metadata, id=document_id))
+        out.append(Document(page_content=source.text, metadata=metadata, id=document_id))
     return out
 
 

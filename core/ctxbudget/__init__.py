@@ -22,7 +22,7 @@ from ctxbudget.errors import (
 )
 from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader
 from ctxbudget.fence import SourceFormat, fence_rule, neutralise
-from ctxbudget.inputs import Chunk, Principal, Tool, Turn
+from ctxbudget.inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget.order import Order
 from ctxbudget.permit import AccessPolicy
 from ctxbudget.report import Dropped, Report
@@ -83,6 +83,7 @@ __all__ = [
     "Order",
     "Principal",
     "Report",
+    "Role",
     "SectionLoader",
     "Selection",
     "Source",
