@@ -6,8 +6,9 @@ Each hostile shape — long runs of whitespace, openers, repeated prefixes of ea
 pattern, dense look-alikes — is timed twice: against ordinary text of the same size
 (hostile / ordinary must stay under 20), and against itself at half the size
 (doubling the size must cost under 3 times as much: 2 is linear, 4 quadratic). No
-wall-clock threshold: ratios of times measured in the same test, best of several
-runs, with the garbage collector off. A quadratic pattern at these sizes takes
+wall-clock threshold: ratios of CPU times (other processes on the machine do not
+count) measured in the same test, in alternation, best of several runs, with the
+garbage collector off. A quadratic pattern at these sizes takes
 seconds where a linear one takes milliseconds, so the margins are wide.
 """
 
@@ -35,27 +36,27 @@ def calls_for(function: Callable[[str], object], text: str) -> int:
     """How many calls of `function(text)` take 2 ms at least, so a timer tick is noise."""
     calls = 1
     while True:
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(calls):
             function(text)
-        if time.perf_counter() - start >= 0.002:
+        if time.process_time() - start >= 0.002:
             return calls
         calls *= 4
 
 
 def paired_times(function: Callable[[str], object], first: str, second: str) -> tuple[float, float]:
-    """The best per-call times of `function` on `first` and on `second`, measured in
-    alternation (so a burst of load on the machine slows both), garbage collector off."""
+    """The best per-call CPU times of `function` on `first` and on `second`, measured in
+    alternation (so whatever slows the process slows both), garbage collector off."""
     counts = (calls_for(function, first), calls_for(function, second))
     best = [float("inf"), float("inf")]
     gc.disable()
     try:
         for _ in range(5):
             for slot, (text, calls) in enumerate(zip((first, second), counts, strict=True)):
-                start = time.perf_counter()
+                start = time.process_time()
                 for _ in range(calls):
                     function(text)
-                best[slot] = min(best[slot], (time.perf_counter() - start) / calls)
+                best[slot] = min(best[slot], (time.process_time() - start) / calls)
     finally:
         gc.enable()
     return best[0], best[1]
