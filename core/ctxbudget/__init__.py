@@ -21,7 +21,7 @@ from ctxbudget.errors import (
     VocabularyError,
 )
 from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader
-from ctxbudget.fence import SourceFormat, fence_rule, neutralise
+from ctxbudget.fence import SourceFormat, fence_rule, neutralise, neutralise_section
 from ctxbudget.inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget.order import Order
 from ctxbudget.permit import AccessPolicy
@@ -101,6 +101,7 @@ __all__ = [
     "flag_instructions",
     "get_tokenizer",
     "neutralise",
+    "neutralise_section",
     "scan_for_instructions",
     "select_sources",
     "trim_turns",

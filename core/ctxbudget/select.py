@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final
 
 from ctxbudget._claims import ListClaim
 from ctxbudget._fit import Fit, Packer, Part
@@ -27,7 +26,7 @@ from ctxbudget.escalate import (
     document_permitted,
     load_sections,
 )
-from ctxbudget.fence import datamark, fence_frame, fence_notice, neutralise
+from ctxbudget.fence import datamark, fence_frame, fence_notice, neutralise, removable_bytes
 from ctxbudget.inputs import Chunk, Principal
 from ctxbudget.order import Order, arrange
 from ctxbudget.permit import AccessPolicy
@@ -35,7 +34,7 @@ from ctxbudget.render import RenderOptions, render_source
 from ctxbudget.report import Dropped, DropReason
 from ctxbudget.tokens import BoundedTokenizer, TokenCounter
 
-__all__ = ["RetrievedClaim", "SourceSettings", "rank", "surviving_bytes"]
+__all__ = ["RetrievedClaim", "SourceSettings", "rank"]
 
 
 def rank(chunks: Sequence[Chunk]) -> list[Chunk]:
@@ -71,32 +70,6 @@ class SourceSettings:
     escalation: Escalation
     withheld: frozenset[str] = frozenset()
     """Documents with a chunk this principal may not see: never sent whole."""
-
-
-# What neutralising and datamarking cannot take away, so a size bound can be read from
-# raw text. Counted on UTF-8 bytes with C-speed deletions (a lead byte starts each
-# character). Printable ASCII is kept byte for byte: rewrites only add to it. Latin
-# U+00C0-U+017F and Cyrillic U+0400-U+047F (lead bytes C3-C5, D0-D1) keep at least one
-# byte: folding or decomposing narrows them, nothing deletes them. CJK U+4000-U+9FFF
-# (lead bytes E4-E9) has no decomposition and keeps all three. Whitespace, marks,
-# invisible and other characters may go, and are not counted.
-_NOT_PRINTABLE_ASCII: Final = bytes([*range(0x21), *range(0x7F, 0x100)])
-_NOT_NARROW_LEAD: Final = bytes(b for b in range(0x100) if b not in b"\xc3\xc4\xc5\xd0\xd1")
-_NOT_WIDE_LEAD: Final = bytes(b for b in range(0x100) if not 0xE4 <= b <= 0xE9)
-
-
-def surviving_bytes(text: str) -> int:
-    """UTF-8 bytes of `text` that certainly remain after neutralising and datamarking.
-
-    A few byte-level C scans and no neutralising, so a 1 MB chunk that cannot fit is
-    ruled out for about the cost of encoding it.
-    """
-    raw = text.encode("utf-8")
-    printable = len(raw.translate(None, _NOT_PRINTABLE_ASCII))
-    if raw.isascii():
-        return printable
-    narrow = len(raw.translate(None, _NOT_NARROW_LEAD))
-    return printable + narrow + 3 * len(raw.translate(None, _NOT_WIDE_LEAD))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,7 +112,11 @@ class RetrievedClaim(ListClaim[Chunk]):
 
         def bound(chunk: Chunk) -> int:
             # From the raw text: neutralising a chunk that cannot fit would be wasted work.
-            return -(-surviving_bytes(chunk.content) // per_token) if per_token else 0
+            if not per_token:
+                return 0
+            text = chunk.content
+            kept = len(text.encode("utf-8")) - removable_bytes(text, datamarked=settings.datamark)
+            return -(-kept // per_token)
 
         self._counter = counter
         super().__init__(

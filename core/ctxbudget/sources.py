@@ -9,23 +9,21 @@ steps as its `retrieved` claimant, with the same `SourceOptions`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ctxbudget._exact import render_exactly
 from ctxbudget._fit import Fit
-from ctxbudget._unicode import INVISIBLE_RANGES
 from ctxbudget.allocate import allocate
 from ctxbudget.budget import Allocation
 from ctxbudget.conflicts import ConflictPolicy
 from ctxbudget.dedup import Dedup
 from ctxbudget.errors import InputError
 from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader, check_loader
-from ctxbudget.fence import _FILLERS, SourceFormat
+from ctxbudget.fence import SourceFormat, is_blank
 from ctxbudget.inputs import Chunk, Principal
 from ctxbudget.order import Order
 from ctxbudget.permit import AccessPolicy, permitted
@@ -45,9 +43,6 @@ __all__ = [
     "select_sources",
     "sources_of",
 ]
-
-# A character a reader sees: not whitespace, not a format character or mark, not a filler.
-_VISIBLE: Final = re.compile(f"[^\\s{INVISIBLE_RANGES}{_FILLERS}]")
 
 
 class SourceOptions(BaseModel):
@@ -173,7 +168,7 @@ def candidates(
         reason: DropReason | None = None
         if not permitted(chunk, principal, options.access):
             reason = "forbidden"
-        elif _VISIBLE.search(chunk.content) is None:
+        elif is_blank(chunk.content):
             reason = "empty"
         elif floor is not None and (relevance := _relevance(chunk)) is not None:
             reason = "below_floor" if relevance < floor else None

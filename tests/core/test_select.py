@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hypothesis import event, given
+from hypothesis import event, example, given
 from hypothesis import strategies as st
 
 import ctxbudget.fence
@@ -32,7 +32,7 @@ from ctxbudget.escalate import Escalation
 from ctxbudget.fence import SourceFormat
 from ctxbudget.permit import AccessPolicy
 from ctxbudget.render import RenderOptions
-from ctxbudget.select import RetrievedClaim, SourceSettings, surviving_bytes
+from ctxbudget.select import RetrievedClaim, SourceSettings
 from tests.conftest import fake_count
 
 # One tokenizer for the module: hypothesis calls test bodies many times.
@@ -118,36 +118,6 @@ FAQ = parts("faq", 2, score=0.5)
 # --- the bound, from raw text -------------------------------------------------------------
 
 
-def test_surviving_bytes_printable_ascii_byte_for_byte() -> None:
-    assert surviving_bytes("<retrieved_documents>[1]") == 24
-
-
-def test_surviving_bytes_whitespace_and_controls_may_go() -> None:
-    assert surviving_bytes("a \t\n\r\x00\x0b b") == 2
-
-
-def test_surviving_bytes_invisible_characters_may_go() -> None:
-    tags = "".join(chr(0xE0000 + c) for c in range(0x20, 0x7F))
-    selectors = "".join(chr(c) for c in range(0xE0100, 0xE01F0))
-    assert surviving_bytes(f"x{tags}\u200b\u200d\ufe0f{selectors}\u0301y") == 2
-
-
-def test_surviving_bytes_latin_and_cyrillic_letters_count_one_byte() -> None:
-    # Folding turns a Cyrillic look-alike into one ASCII byte; decomposing an accented
-    # letter leaves its one-byte base.
-    assert surviving_bytes("\u0430\u00e9\u0101\u0436") == 4
-
-
-def test_surviving_bytes_cjk_ideographs_count_three_bytes() -> None:
-    assert surviving_bytes("\u4e00\u9fff\u4dc0") == 9
-
-
-def test_surviving_bytes_other_characters_not_counted() -> None:
-    # Fullwidth forms and symbols narrow or vanish inside a look-alike; modifier letters
-    # decompose to a space and a mark; the rest is simply not vouched for.
-    assert surviving_bytes("\uff1c\u00a8\u037a\u3164\u0663\u2800\u03bf\uac00\u304c") == 0
-
-
 # Text an attacker would write: look-alike fragments of every kind neutralising rewrites,
 # invisible and wide characters, whitespace runs, and any other character.
 HOSTILE_PIECES = [
@@ -170,16 +140,9 @@ hostile_text = st.lists(
 
 
 @given(text=hostile_text, fmt=st.sampled_from(["markdown", "xml"]), marked=st.booleans())
-def test_surviving_bytes_never_exceeds_bytes_after_neutralising(
-    text: str, fmt: SourceFormat, marked: bool
-) -> None:
-    chunk = Chunk(id="c", content=text)
-    shown = claim([chunk], fmt=fmt, datamark=marked).content(chunk)
-
-    assert surviving_bytes(text) <= len(shown.encode("utf-8"))
-
-
-@given(text=hostile_text, fmt=st.sampled_from(["markdown", "xml"]), marked=st.booleans())
+@example(text="[\u4e3fINST]", fmt="markdown", marked=False)
+@example(text="\u2039\u4e3f\u4e3fretrieved_documents>", fmt="markdown", marked=False)
+@example(text="a   b\u3000\u3000c", fmt="markdown", marked=True)
 def test_select_bound_never_exceeds_cost(text: str, fmt: SourceFormat, marked: bool) -> None:
     chunk = Chunk(id="c", title="T", content=text)
     retrieved = claim([chunk], fmt=fmt, datamark=marked)
