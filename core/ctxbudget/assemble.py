@@ -5,23 +5,18 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from ctxbudget._claims import ListClaim, text_claim
 from ctxbudget._exact import Rendered, render_exactly
 from ctxbudget.allocate import Allocated, allocate
 from ctxbudget.budget import Budget, Claimant
-from ctxbudget.conflicts import ConflictPolicy
-from ctxbudget.dedup import Dedup
 from ctxbudget.errors import ContextBudgetError, InputError
-from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader
-from ctxbudget.fence import SourceFormat, fence_rule, neutralise_section
+from ctxbudget.fence import fence_rule, neutralise_section
 from ctxbudget.history import HistoryClaim
 from ctxbudget.inputs import Chunk, Principal, Tool, Turn, check_text
 from ctxbudget.layout import FRAMES, ORDER, PREFIX, SECTION_SEPARATOR
-from ctxbudget.order import Order
-from ctxbudget.permit import AccessPolicy
 from ctxbudget.prefix import prefix_hash, volatile_parts
 from ctxbudget.report import Dropped, Report
 from ctxbudget.result import Assembled, Source
@@ -59,18 +54,8 @@ class ContextAssembler:
         tokenizer: str | Tokenizer,
         budget: Budget | None = None,
         sources: SourceOptions | None = None,
-        order: Order = "by_document",
-        source_format: SourceFormat = "markdown",
-        dedup: Dedup | None = None,
-        min_relevance: float | None = None,
-        stale_after: timedelta | None = timedelta(days=365),
-        conflict_policy: ConflictPolicy | None = None,
-        datamark: bool = False,
         fence_rule: bool = True,
         native_tools: bool = False,
-        access: AccessPolicy | None = None,
-        loader: DocumentLoader | SectionLoader | None = None,
-        escalation: Escalation | None = None,
         cache_size: int = 16_384,
     ) -> None:
         """
@@ -79,21 +64,9 @@ class ContextAssembler:
                 `Tokenizer` (see `CallableTokenizer`, `HuggingFaceTokenizer`).
             budget: defaults to `Budget.default()`.
             sources: how retrieved sources are chosen and shown; defaults to `SourceOptions()`.
-            order: where kept sources stand; see `ctxbudget.order.arrange`.
-            source_format: "markdown" headers (``[n] Title — A > B``) or "xml" tags.
-            dedup: near-duplicate thresholds; defaults to `Dedup()`. Pass
-                ``Dedup(jaccard=None, containment=None, cosine=None)`` to turn it off.
-            min_relevance: drop chunks whose rerank score (else score) is below this.
-            stale_after: sources not updated for longer get a freshness note; None: never.
-            conflict_policy: how the model should treat sources whose effective dates
-                differ; when set, those dates are shown.
-            datamark: interleave a marker in retrieved text (Spotlighting).
             fence_rule: append the untrusted-data rule to the system prompt.
             native_tools: keep tools out of the text, for the provider's tools parameter
                 (`Assembled.tool_schemas`); their schemas still count against the budget.
-            access: which ACL metadata chunks must carry; defaults to none required.
-            loader: loads whole documents for escalation; None turns escalation off.
-            escalation: when a document is sent whole; defaults to `Escalation()`.
             cache_size: how many texts' token counts to remember across requests.
         """
         if isinstance(tokenizer, str):
@@ -103,19 +76,13 @@ class ContextAssembler:
                 f"tokenizer must be a model/encoding name or a Tokenizer, not "
                 f"{type(tokenizer).__name__}; wrap a function in CallableTokenizer(fn, name=...)"
             )
+        if sources is not None and not isinstance(sources, SourceOptions):
+            raise TypeError(
+                f"sources must be a SourceOptions, not {type(sources).__name__}; build it with "
+                "SourceOptions(order=..., dedup=..., ...)"
+            )
         self.budget = Budget.default() if budget is None else budget
-        self.sources = sources or SourceOptions(
-            order=order,
-            source_format=source_format,
-            dedup=Dedup() if dedup is None else dedup,
-            min_relevance=min_relevance,
-            stale_after=stale_after,
-            conflict_policy=conflict_policy,
-            datamark=datamark,
-            access=AccessPolicy() if access is None else access,
-            loader=loader,
-            escalation=Escalation() if escalation is None else escalation,
-        )
+        self.sources = SourceOptions() if sources is None else sources
         self.fence_rule = fence_rule
         self.native_tools = native_tools
         self.counter = TokenCounter(tokenizer, maxsize=cache_size)

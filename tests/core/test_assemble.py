@@ -21,6 +21,7 @@ from ctxbudget import (
     Escalation,
     InputError,
     Principal,
+    SourceOptions,
     Tool,
     Turn,
     fence_rule,
@@ -873,8 +874,10 @@ def test_every_chunk_is_kept_covered_by_a_kept_document_or_reported(
     assembler = ContextAssembler(
         tokenizer=tokenizer,
         budget=budget,
-        loader=_Documents(given_chunks, understate=understate),
-        escalation=Escalation(min_chunks=2),
+        sources=SourceOptions(
+            loader=_Documents(given_chunks, understate=understate),
+            escalation=Escalation(min_chunks=2),
+        ),
     )
     result = assembler.assemble(question="Why?", chunks=given_chunks)
     if result.report.escalated is not None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from ctxbudget import Budget, CallableTokenizer, Chunk, ContextAssembler
+from ctxbudget import Budget, CallableTokenizer, Chunk, ContextAssembler, SourceOptions
 from ctxbudget.conflicts import ConflictPolicy, conflict_instruction, dates_differ
 from ctxbudget.fence import FENCE_OPEN
 
@@ -41,7 +41,9 @@ NEW = chunk("new", date(2024, 3, 1), score=0.8)
 
 
 def assemble(chunks: list[Chunk], **options: Any) -> str:
-    assembler = ContextAssembler(tokenizer="o200k_base", fence_rule=False, **options)
+    assembler = ContextAssembler(
+        tokenizer="o200k_base", fence_rule=False, sources=SourceOptions(**options)
+    )
     return assembler.assemble(question="How fast are refunds?", chunks=chunks).text
 
 
@@ -181,7 +183,10 @@ def test_assemble_conflict_policy_dropped_source_date_does_not_count(
     )
     huge = chunk("huge", date(2024, 3, 1), content=" ".join(f"w{i}" for i in range(400)))
     assembler = ContextAssembler(
-        tokenizer=fake_tokenizer, budget=budget, conflict_policy="abstain", fence_rule=False
+        tokenizer=fake_tokenizer,
+        budget=budget,
+        fence_rule=False,
+        sources=SourceOptions(conflict_policy="abstain"),
     )
     result = assembler.assemble(question="How fast are refunds?", chunks=[huge, OLD])
     assert [(d.id, d.reason) for d in result.report.dropped] == [("huge", "oversize")]
@@ -194,4 +199,4 @@ def test_assembler_invalid_conflict_policy_raises_validation_error() -> None:
         ValidationError,
         match=r"conflict_policy\n\s+Input should be 'prefer_newer', 'surface_both' or 'abstain'",
     ):
-        ContextAssembler(tokenizer="o200k_base", conflict_policy="newest")  # type: ignore[arg-type]
+        ContextAssembler(tokenizer="o200k_base", sources=SourceOptions(conflict_policy="newest"))  # type: ignore[arg-type]

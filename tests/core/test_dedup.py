@@ -23,6 +23,7 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     Dropped,
+    SourceOptions,
     TiktokenTokenizer,
 )
 from ctxbudget.dedup import Dedup, Deduplicator, cosine, jaccard, shingles
@@ -57,7 +58,7 @@ def assembler(
                 Allocation("retrieved", max=retrieved_max, priority=1),
             ),
         )
-    return ContextAssembler(tokenizer=o200k, budget=budget, dedup=dedup)
+    return ContextAssembler(tokenizer=o200k, budget=budget, sources=SourceOptions(dedup=Dedup() if dedup is None else dedup))
 
 
 def kept_ids(result: Assembled) -> set[str]:

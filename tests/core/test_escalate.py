@@ -20,6 +20,7 @@ from ctxbudget import (
     ContextAssembler,
     Dropped,
     Principal,
+    SourceOptions,
     TiktokenTokenizer,
 )
 from ctxbudget.escalate import (
@@ -102,7 +103,11 @@ def assembler(
     retrieved_max: int | None = 1_000,
     **options: Any,
 ) -> ContextAssembler:
-    return ContextAssembler(tokenizer=o200k, budget=budget(retrieved_max), loader=loader, **options)
+    return ContextAssembler(
+        tokenizer=o200k,
+        budget=budget(retrieved_max),
+        sources=SourceOptions(loader=loader, **options),
+    )
 
 
 def source_ids(result: Assembled) -> list[str]:
@@ -370,7 +375,7 @@ def test_escalate_loader_without_load_method_rejected(o200k: TiktokenTokenizer) 
         TypeError,
         match=r"loader must have a load\(document_id\) -> Chunk \| None method.*; got dict",
     ):
-        ContextAssembler(tokenizer=o200k, loader={"manual": "text"})  # type: ignore[arg-type]
+        ContextAssembler(tokenizer=o200k, sources=SourceOptions(loader={"manual": "text"}))  # type: ignore[arg-type]
 
 
 def test_escalate_loader_called_once_per_document_per_assemble(
@@ -396,7 +401,9 @@ def test_escalate_loader_called_once_per_document_per_assemble(
         ),
     )
     loader = FakeLoader({"manual": whole(MANUAL)})
-    assembler = ContextAssembler(tokenizer=o200k, budget=squeezing, loader=loader)
+    assembler = ContextAssembler(
+        tokenizer=o200k, budget=squeezing, sources=SourceOptions(loader=loader)
+    )
 
     result = assembler.assemble(
         system=text("system", 150), question="Q?", chunks=[*MANUAL, *filler]
@@ -873,7 +880,9 @@ def test_escalate_understated_document_tokens_decided_on_real_cost(
     document = whole(MANUAL, extra_words=150, tokens=50)
     assert o200k.count(document.content) > 1_000
     loader = FakeLoader({"manual": document})
-    tight = ContextAssembler(tokenizer=o200k, budget=budget(1_000, total=1_100), loader=loader)
+    tight = ContextAssembler(
+        tokenizer=o200k, budget=budget(1_000, total=1_100), sources=SourceOptions(loader=loader)
+    )
 
     result = tight.assemble(question="Q?", chunks=[*MANUAL, *FAQ])
 
@@ -893,7 +902,9 @@ def test_escalate_document_dropped_by_final_count_falls_back_to_its_chunks() -> 
 
     tokenizer = CallableTokenizer(surcharged, name="surcharged")
     loader = FakeLoader({"manual": whole(MANUAL)})
-    assembler = ContextAssembler(tokenizer=tokenizer, budget=budget(1_000), loader=loader)
+    assembler = ContextAssembler(
+        tokenizer=tokenizer, budget=budget(1_000), sources=SourceOptions(loader=loader)
+    )
 
     result = assembler.assemble(question="Why?", chunks=[*MANUAL, *FAQ])
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from ctxbudget import Allocation, Budget, Chunk, ContextAssembler, Dropped, TiktokenTokenizer
+from ctxbudget import (
+    Allocation,
+    Budget,
+    Chunk,
+    ContextAssembler,
+    Dropped,
+    SourceOptions,
+    TiktokenTokenizer,
+)
 
 BUDGET = Budget(
     total=8_000,
@@ -26,7 +34,9 @@ def chunk(id: str, *, score: float | None = None, rerank_score: float | None = N
 
 
 def floored(o200k: TiktokenTokenizer, floor: float | None) -> ContextAssembler:
-    return ContextAssembler(tokenizer=o200k, budget=BUDGET, min_relevance=floor)
+    return ContextAssembler(
+        tokenizer=o200k, budget=BUDGET, sources=SourceOptions(min_relevance=floor)
+    )
 
 
 def kept(assembler: ContextAssembler, *chunks: Chunk) -> list[str]:

@@ -12,7 +12,7 @@ from typing import TypeVar, get_args
 
 import pytest
 
-from ctxbudget import Allocation, Budget, Chunk, ContextAssembler, TiktokenTokenizer
+from ctxbudget import Allocation, Budget, Chunk, ContextAssembler, SourceOptions, TiktokenTokenizer
 from ctxbudget.order import Order, arrange, sandwich
 
 T = TypeVar("T")
@@ -302,7 +302,9 @@ def budget(retrieved_max: int | None) -> Budget:
 @pytest.fixture(scope="module")
 def three_fit(o200k: TiktokenTokenizer) -> Budget:
     """A budget whose retrieved allocation holds exactly the three best of `six_chunks`."""
-    assembler = ContextAssembler(tokenizer=o200k, budget=budget(None), order="relevance")
+    assembler = ContextAssembler(
+        tokenizer=o200k, budget=budget(None), sources=SourceOptions(order="relevance")
+    )
     by_rank = sorted(six_chunks(), key=lambda c: -(c.score or 0))
     sizes = [
         assembler.assemble(question="Q?", chunks=by_rank[:k]).report.sizes["retrieved"]
@@ -315,7 +317,9 @@ def three_fit(o200k: TiktokenTokenizer) -> Budget:
 def test_assemble_rank_decides_what_is_kept_under_every_order(
     o200k: TiktokenTokenizer, three_fit: Budget, order: Order
 ) -> None:
-    assembler = ContextAssembler(tokenizer=o200k, budget=three_fit, order=order)
+    assembler = ContextAssembler(
+        tokenizer=o200k, budget=three_fit, sources=SourceOptions(order=order)
+    )
 
     result = assembler.assemble(question="Q?", chunks=six_chunks())
 
@@ -339,7 +343,9 @@ EXPECTED_POSITIONS: dict[Order, list[str]] = {
 def test_assemble_arrangement_only_moves_what_was_kept(
     o200k: TiktokenTokenizer, three_fit: Budget, order: Order, expected: list[str]
 ) -> None:
-    assembler = ContextAssembler(tokenizer=o200k, budget=three_fit, order=order)
+    assembler = ContextAssembler(
+        tokenizer=o200k, budget=three_fit, sources=SourceOptions(order=order)
+    )
 
     result = assembler.assemble(question="Q?", chunks=six_chunks())
 
@@ -350,7 +356,9 @@ def test_assemble_arrangement_only_moves_what_was_kept(
 def test_assemble_numbering_contiguous_in_arrangement_order(
     o200k: TiktokenTokenizer, order: Order
 ) -> None:
-    assembler = ContextAssembler(tokenizer=o200k, budget=budget(None), order=order)
+    assembler = ContextAssembler(
+        tokenizer=o200k, budget=budget(None), sources=SourceOptions(order=order)
+    )
 
     result = assembler.assemble(question="Q?", chunks=six_chunks())
 
@@ -361,7 +369,9 @@ def test_assemble_numbering_contiguous_in_arrangement_order(
 
 def test_assemble_default_order_is_by_document(o200k: TiktokenTokenizer) -> None:
     default = ContextAssembler(tokenizer=o200k, budget=budget(None))
-    by_document = ContextAssembler(tokenizer=o200k, budget=budget(None), order="by_document")
+    by_document = ContextAssembler(
+        tokenizer=o200k, budget=budget(None), sources=SourceOptions(order="by_document")
+    )
 
     result = default.assemble(question="Q?", chunks=six_chunks())
 
@@ -370,7 +380,9 @@ def test_assemble_default_order_is_by_document(o200k: TiktokenTokenizer) -> None
 
 
 def test_assemble_sources_follow_text_order(o200k: TiktokenTokenizer) -> None:
-    assembler = ContextAssembler(tokenizer=o200k, budget=budget(None), order="sandwich")
+    assembler = ContextAssembler(
+        tokenizer=o200k, budget=budget(None), sources=SourceOptions(order="sandwich")
+    )
 
     result = assembler.assemble(question="Q?", chunks=six_chunks())
 
@@ -381,4 +393,4 @@ def test_assemble_sources_follow_text_order(o200k: TiktokenTokenizer) -> None:
 
 def test_assemble_unknown_order_rejected(o200k: TiktokenTokenizer) -> None:
     with pytest.raises(ValueError, match=r"order\n\s+Input should be 'by_document', 'relevance'"):
-        ContextAssembler(tokenizer=o200k, order="random")  # type: ignore[arg-type]
+        ContextAssembler(tokenizer=o200k, sources=SourceOptions(order="random"))  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from ctxbudget import (
     ContextAssembler,
     Dropped,
     Principal,
+    SourceOptions,
     TiktokenTokenizer,
 )
 from ctxbudget.permit import AccessPolicy, permitted
@@ -195,7 +196,9 @@ def test_assemble_no_principal_sees_only_unrestricted(assembler: ContextAssemble
 
 def test_assemble_require_tenant_policy_applied(o200k: TiktokenTokenizer) -> None:
     assembler = ContextAssembler(
-        tokenizer=o200k, budget=BUDGET, access=AccessPolicy(require_tenant=True)
+        tokenizer=o200k,
+        budget=BUDGET,
+        sources=SourceOptions(access=AccessPolicy(require_tenant=True)),
     )
 
     result = assembler.assemble(
@@ -209,7 +212,9 @@ def test_assemble_require_tenant_policy_applied(o200k: TiktokenTokenizer) -> Non
 
 
 def test_assemble_permission_checked_before_relevance_floor(o200k: TiktokenTokenizer) -> None:
-    assembler = ContextAssembler(tokenizer=o200k, budget=BUDGET, min_relevance=0.5)
+    assembler = ContextAssembler(
+        tokenizer=o200k, budget=BUDGET, sources=SourceOptions(min_relevance=0.5)
+    )
 
     result = assembler.assemble(
         question="What is new?",

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ctxbudget import Budget, Chunk, ContextAssembler, Principal, TiktokenTokenizer
+from ctxbudget import Budget, Chunk, ContextAssembler, Principal, SourceOptions, TiktokenTokenizer
 from ctxbudget.render import RenderOptions, header, render_source
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -70,8 +70,12 @@ def chunk(**fields: Any) -> Chunk:
     return Chunk(**{"id": "c1", "content": "Some content.", **fields})
 
 
-def assembler(**options: Any) -> ContextAssembler:
-    return ContextAssembler(tokenizer=options.pop("tokenizer", "o200k_base"), **options)
+def assembler(
+    *, tokenizer: Any = "o200k_base", budget: Any = None, fence_rule: bool = True, **options: Any
+) -> ContextAssembler:
+    return ContextAssembler(
+        tokenizer=tokenizer, budget=budget, fence_rule=fence_rule, sources=SourceOptions(**options)
+    )
 
 
 def distinct_chunks(k: int) -> list[Chunk]:

@@ -21,7 +21,16 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ctxbudget import Allocation, Assembled, Budget, Chunk, ContextAssembler, Tool, Turn
+from ctxbudget import (
+    Allocation,
+    Assembled,
+    Budget,
+    Chunk,
+    ContextAssembler,
+    SourceOptions,
+    Tool,
+    Turn,
+)
 from ctxbudget.dedup import Dedup
 from ctxbudget.fence import DATAMARK, FENCE_CLOSE, FENCE_OPEN, datamark, fence_rule, neutralise
 from ctxbudget.layout import FRAME_TAGS
@@ -204,7 +213,9 @@ def fmt(request: pytest.FixtureRequest) -> Format:
 
 @pytest.fixture(scope="module")
 def seed(fmt: Format) -> Assembled:
-    assembler = ContextAssembler(tokenizer="o200k_base", budget=BUDGET, source_format=fmt)
+    assembler = ContextAssembler(
+        tokenizer="o200k_base", budget=BUDGET, sources=SourceOptions(source_format=fmt)
+    )
     return assembler.assemble(system=SYSTEM, question=QUESTION, chunks=SEED_CHUNKS)
 
 
@@ -343,7 +354,11 @@ def hostile_chunks(draw: st.DrawFn) -> list[Chunk]:
 
 
 ASSEMBLERS = {
-    fmt: ContextAssembler(tokenizer="o200k_base", budget=BUDGET, source_format=fmt, dedup=NO_DEDUP)
+    fmt: ContextAssembler(
+        tokenizer="o200k_base",
+        budget=BUDGET,
+        sources=SourceOptions(source_format=fmt, dedup=NO_DEDUP),
+    )
     for fmt in ("markdown", "xml")
 }
 
@@ -413,7 +428,7 @@ SPACE_SEPARATOR = re.compile("[\t\u0020\u00a0\u1680\u2000-\u200a\u202f\u205f\u30
 @pytest.fixture(scope="module")
 def datamarked() -> Assembled:
     assembler = ContextAssembler(
-        tokenizer="o200k_base", budget=BUDGET, datamark=True, dedup=NO_DEDUP
+        tokenizer="o200k_base", budget=BUDGET, sources=SourceOptions(datamark=True, dedup=NO_DEDUP)
     )
     return assembler.assemble(system=SYSTEM, question=QUESTION, chunks=PLAIN)
 

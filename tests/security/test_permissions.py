@@ -25,6 +25,7 @@ from ctxbudget import (
     CtxBudgetError,
     Escalation,
     Principal,
+    SourceOptions,
     TiktokenTokenizer,
     get_tokenizer,
 )
@@ -201,7 +202,9 @@ def test_forbidden_canary_never_exposed(
     forbidden = {c.id for c in chunks if not visible(c.tenant, c.groups, principal, policy)}
     canaries = [canary(salt, int(c.id[1:])) for c in chunks if c.id in forbidden]
     setup = SCENARIOS[scenario]
-    assembler = ContextAssembler(tokenizer=TOKENIZER, budget=setup.budget, access=policy)
+    assembler = ContextAssembler(
+        tokenizer=TOKENIZER, budget=setup.budget, sources=SourceOptions(access=policy)
+    )
     caplog.clear()
 
     with caplog.at_level(logging.DEBUG, logger="ctxbudget"):
@@ -276,8 +279,7 @@ def test_escalated_document_canary_exposed_only_when_permitted(
     assembler = ContextAssembler(
         tokenizer=TOKENIZER,
         budget=SCENARIOS["generous"].budget,
-        access=policy,
-        loader=Loader(document),
+        sources=SourceOptions(access=policy, loader=Loader(document)),
     )
     caplog.clear()
 
@@ -375,7 +377,7 @@ def test_escalation_forbidden_document_never_exposed(
 ) -> None:
     chunks = permitted_parts(**chunk_acl)
     loader = Loader(loaded(chunks, **document_acl))
-    assembler = ContextAssembler(tokenizer=TOKENIZER, loader=loader)
+    assembler = ContextAssembler(tokenizer=TOKENIZER, sources=SourceOptions(loader=loader))
 
     with caplog.at_level(logging.DEBUG, logger="ctxbudget"):
         result = assembler.assemble(question="Q?", chunks=chunks, principal=ACME)
@@ -393,7 +395,7 @@ def test_escalation_permitted_document_is_sent() -> None:
     # The control for the test above: the same document with the chunks' ACL goes in.
     chunks = permitted_parts(tenant="acme", groups=frozenset({"sales"}))
     loader = Loader(loaded(chunks, tenant="acme", groups=frozenset({"sales"})))
-    assembler = ContextAssembler(tokenizer=TOKENIZER, loader=loader)
+    assembler = ContextAssembler(tokenizer=TOKENIZER, sources=SourceOptions(loader=loader))
 
     result = assembler.assemble(question="Q?", chunks=chunks, principal=ACME)
 
@@ -414,7 +416,7 @@ def test_escalation_document_holding_a_forbidden_chunk_not_sent(
     loader = Loader(
         loaded([*visible_parts, hr_only], tenant="acme", groups=frozenset({"sales", "hr"}))
     )
-    assembler = ContextAssembler(tokenizer=TOKENIZER, loader=loader)
+    assembler = ContextAssembler(tokenizer=TOKENIZER, sources=SourceOptions(loader=loader))
 
     with caplog.at_level(logging.DEBUG, logger="ctxbudget"):
         result = assembler.assemble(question="Q?", chunks=[*visible_parts, hr_only], principal=ACME)
@@ -475,7 +477,7 @@ def test_escalation_restricted_section_not_retrieved_never_exposed(
     # HR-only fourth. Sending the handbook whole would put the HR section in the prompt.
     sections = handbook_sections([SALES, SALES, SALES, HR])
     loader = SectionsLoader("handbook", sections)
-    assembler = ContextAssembler(tokenizer=TOKENIZER, loader=loader)
+    assembler = ContextAssembler(tokenizer=TOKENIZER, sources=SourceOptions(loader=loader))
 
     with caplog.at_level(logging.DEBUG, logger="ctxbudget"):
         result = assembler.assemble(question="Q?", chunks=sections[:3], principal=ACME)
@@ -492,7 +494,9 @@ def test_escalation_restricted_section_not_retrieved_never_exposed(
 def test_escalation_permitted_sections_sent_whole() -> None:
     # The control for the test above: with the fourth section visible, the handbook goes in.
     sections = handbook_sections([SALES, SALES, SALES, SALES])
-    assembler = ContextAssembler(tokenizer=TOKENIZER, loader=SectionsLoader("handbook", sections))
+    assembler = ContextAssembler(
+        tokenizer=TOKENIZER, sources=SourceOptions(loader=SectionsLoader("handbook", sections))
+    )
 
     result = assembler.assemble(question="Q?", chunks=sections[:3], principal=ACME)
 
@@ -506,7 +510,7 @@ def test_escalation_loader_type_error_never_shows_text() -> None:
             return [{"content": DOCUMENT_CANARY}]
 
     chunks = permitted_parts(tenant="acme", groups=frozenset({"sales"}))
-    assembler = ContextAssembler(tokenizer=TOKENIZER, loader=Leaky())
+    assembler = ContextAssembler(tokenizer=TOKENIZER, sources=SourceOptions(loader=Leaky()))
 
     with pytest.raises(
         TypeError, match=r"\[0\] is a dict; every section must be a Chunk"
@@ -548,9 +552,11 @@ def test_section_canary_exposed_only_when_every_section_permitted(
     assembler = ContextAssembler(
         tokenizer=TOKENIZER,
         budget=SCENARIOS["generous"].budget,
-        access=policy,
-        loader=SectionsLoader("doc", sections),
-        escalation=Escalation(min_chunks=2),
+        sources=SourceOptions(
+            access=policy,
+            loader=SectionsLoader("doc", sections),
+            escalation=Escalation(min_chunks=2),
+        ),
     )
     caplog.clear()
 
