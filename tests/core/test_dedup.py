@@ -58,7 +58,11 @@ def assembler(
                 Allocation("retrieved", max=retrieved_max, priority=1),
             ),
         )
-    return ContextAssembler(tokenizer=o200k, budget=budget, sources=SourceOptions(dedup=Dedup() if dedup is None else dedup))
+    return ContextAssembler(
+        tokenizer=o200k,
+        budget=budget,
+        sources=SourceOptions(dedup=Dedup() if dedup is None else dedup),
+    )
 
 
 def kept_ids(result: Assembled) -> set[str]:
