@@ -1,0 +1,88 @@
+"""`DocstoreLoader`: a document is its nodes from the docstore, in order, each with its ACL."""
+
+from __future__ import annotations
+
+from llama_index.core import Document
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.storage.docstore import SimpleDocumentStore
+
+from ctxbudget import Principal, SectionLoader
+from llamaindex_ctxbudget import DocstoreLoader, MetadataMapping
+
+TEXT = " ".join(f"Sentence {i} of the travel policy." for i in range(30))
+
+
+def docstore_with(*nodes: TextNode) -> SimpleDocumentStore:
+    store = SimpleDocumentStore()
+    store.add_documents(list(nodes))
+    return store
+
+
+def split(**metadata: object) -> list[TextNode]:
+    document = Document(text=TEXT, doc_id="travel", metadata=metadata)
+    return SentenceSplitter(chunk_size=40, chunk_overlap=0).get_nodes_from_documents([document])  # type: ignore[return-value]
+
+
+def part(node_id: str, start: int | None) -> TextNode:
+    source = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id="doc")}
+    return TextNode(id_=node_id, text=node_id, start_char_idx=start, relationships=source)
+
+
+def test_docstore_loader_is_a_section_loader() -> None:
+    assert isinstance(DocstoreLoader(SimpleDocumentStore()), SectionLoader)
+
+
+def test_load_sections_returns_every_node_in_order() -> None:
+    nodes = split()
+    sections = DocstoreLoader(docstore_with(*reversed(nodes))).load_sections("travel", None)
+    assert sections is not None
+    assert [s.id for s in sections] == [n.node_id for n in nodes]
+    assert all(s.document_id == "travel" for s in sections)
+
+
+def test_load_sections_maps_each_node_acl() -> None:
+    nodes = split(org="acme")
+    nodes[1].metadata["groups"] = ["hr"]
+    loader = DocstoreLoader(docstore_with(*nodes), mapping=MetadataMapping(tenant=("org",)))
+    sections = loader.load_sections("travel", Principal(tenant="acme"))
+    assert sections is not None
+    assert {s.tenant for s in sections} == {"acme"}
+    assert [s.groups for s in sections[:2]] == [None, frozenset({"hr"})]
+
+
+def test_load_sections_uses_ingest_counts_of_its_tokenizer() -> None:
+    node = part("a", 0)
+    node.metadata.update(ctxbudget_tokens=7, ctxbudget_tokenizer="o200k_base")
+    loader = DocstoreLoader(docstore_with(node), tokenizer="o200k_base")
+    sections = loader.load_sections("doc", None)
+    assert sections is not None
+    assert sections[0].tokens == 7
+
+
+def test_load_sections_unknown_document_is_none() -> None:
+    assert DocstoreLoader(docstore_with(*split())).load_sections("other", None) is None
+
+
+class LossyDocstore(SimpleDocumentStore):
+    """A docstore whose ref-doc info lists a node it can no longer return."""
+
+    lost = ""
+
+    def get_node(self, node_id: str, raise_error: bool = True) -> BaseNode | None:  # type: ignore[override]
+        return None if node_id == self.lost else super().get_node(node_id, raise_error)
+
+
+def test_load_sections_with_a_node_missing_is_none() -> None:
+    nodes = split()
+    store = LossyDocstore()
+    store.add_documents(list(nodes))
+    store.lost = nodes[1].node_id
+    assert DocstoreLoader(store).load_sections("travel", None) is None
+
+
+def test_load_sections_without_ordinals_keeps_docstore_order_after_the_rest() -> None:
+    store = docstore_with(part("late", 50), part("unplaced", None), part("early", 0))
+    sections = DocstoreLoader(store).load_sections("doc", None)
+    assert sections is not None
+    assert [s.id for s in sections] == ["early", "late", "unplaced"]
