@@ -121,7 +121,8 @@ def split(
 
 
 class _Registry:
-    """Texts this adapter produced, each mapped to the block it stands for.
+    """Texts this adapter produced, each mapped to the block it belongs to and the indices
+    of the sources it holds.
 
     Keys are stripped (LlamaIndex strips texts before joining them). Bounded: the
     oldest entries go first; a text no longer registered is treated as plain text.
@@ -129,35 +130,42 @@ class _Registry:
 
     def __init__(self, maxsize: int) -> None:
         self._maxsize = maxsize
-        self._entries: OrderedDict[str, Block] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[Block, tuple[int, ...]]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def add(self, text: str, block: Block) -> str:
-        """Remember that `text` stands for `block`; returns `text`."""
+    def add(self, text: str, block: Block, indices: Sequence[int] | None = None) -> str:
+        """Remember that `text` holds `block`'s sources at `indices` (all by default)."""
+        held = tuple(range(len(block.sources)) if indices is None else indices)
+        key = text.strip()
         with self._lock:
-            self._entries[text.strip()] = block
-            self._entries.move_to_end(text.strip())
+            self._entries[key] = (block, held)
+            self._entries.move_to_end(key)
             while len(self._entries) > self._maxsize:
                 self._entries.popitem(last=False)
         return text
 
     def resolve(self, texts: Sequence[str]) -> Block | None:
-        """The sources `texts` stand for, in order, when every one of them is registered and
-        all share one fence; None otherwise (the texts are then plain text)."""
+        """The sources `texts` hold, in order, when every one of them is registered and all
+        share one fence; None otherwise (the texts are then plain text). Texts that make up
+        a whole block, in order, give that block back, its exact count included."""
         with self._lock:
             found = [self._entries.get(t.strip()) for t in texts if t.strip()]
-        blocks = [b for b in found if b is not None]
-        if not blocks or len(blocks) < len(found):
+        entries = [e for e in found if e is not None]
+        if not entries or len(entries) < len(found):
             return None
-        if any((b.open, b.close) != (blocks[0].open, blocks[0].close) for b in blocks):
+        first = entries[0][0]
+        if all(block is first for block, _ in entries):
+            indices = [i for _, held in entries for i in held]
+            whole = indices == list(range(len(first.sources)))
+            return first if whole else first.take(indices)
+        if any((b.open, b.close) != (first.open, first.close) for b, _ in entries):
             return None
-        if len(blocks) == 1:
-            return blocks[0]
+        parts = [block.take(held) for block, held in entries]
         return Block(
-            blocks[0].open,
-            blocks[0].close,
-            tuple(s for b in blocks for s in b.sources),
-            tuple(i for b in blocks for i in b.ids),
+            first.open,
+            first.close,
+            tuple(s for p in parts for s in p.sources),
+            tuple(i for p in parts for i in p.ids),
         )
 
 

@@ -90,7 +90,8 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
     The budget is the assembler's (or `budget`), else derived from the LLM's context
     window and ``num_output`` (`llm`, else ``Settings.llm`` at query time). Who is
     asking: `as_principal` around the query, else `principal`. With `docstore` (e.g.
-    ``index.docstore``), a document most of whose nodes were selected can be sent whole.
+    ``index.docstore``), a document several of whose nodes were selected (3, by default)
+    is sent whole in their place when it fits and the principal may see all of it.
 
     >>> ContextBudgetPostprocessor(tokenizer="gpt-4o", docstore=index.docstore)  # doctest: +SKIP
     """
@@ -210,7 +211,7 @@ def cited_nodes(selection: Selection, nodes: Sequence[NodeWithScore]) -> list[No
     texts[0] = block.open + texts[0]
     texts[-1] = texts[-1] + block.close
     for index, text in enumerate(texts):
-        REGISTRY.add(text, block.take([index]))
+        REGISTRY.add(text, block, [index])
     REGISTRY.add("\n".join(texts), block)
     REGISTRY.add(SEPARATOR.join(texts), block)
     given = {n.node.node_id: n for n in nodes}
