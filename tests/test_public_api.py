@@ -55,3 +55,19 @@ def test_public_callables_have_docstrings() -> None:
         value = getattr(ctxbudget, name)
         if callable(value) and not isinstance(value, type(ctxbudget.Claimant)):
             assert value.__doc__, f"{name} has no docstring"
+
+
+def test_every_module_of_the_package_is_private() -> None:
+    # The public surface is exactly `ctxbudget.__all__`: modules are implementation.
+    root = Path(ctxbudget.__file__).parent
+    public = [
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*.py")
+        if not any(part.startswith("_") for part in path.relative_to(root).parts)
+    ]
+    assert public == []
+
+
+def test_no_public_module_attribute_leaks_from_the_package() -> None:
+    modules = [n for n, v in vars(ctxbudget).items() if isinstance(v, type(sys))]
+    assert all(name.startswith("_") for name in modules), modules

@@ -7,12 +7,10 @@ numbered and fenced sources, a cache-friendly layout, and a report of every deci
 
 from importlib import metadata as _metadata
 
-from ctxbudget.assemble import ContextAssembler
-from ctxbudget.budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
-from ctxbudget.citations import CitationCheck
-from ctxbudget.conflicts import ConflictPolicy
-from ctxbudget.dedup import Dedup
-from ctxbudget.errors import (
+from ctxbudget._assemble import ContextAssembler
+from ctxbudget._budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
+from ctxbudget._citations import CitationCheck
+from ctxbudget._errors import (
     BudgetError,
     ContextBudgetError,
     CtxBudgetError,
@@ -20,13 +18,10 @@ from ctxbudget.errors import (
     TokenizerError,
     VocabularyError,
 )
-from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader
-from ctxbudget.fence import SourceFormat, fence_rule, neutralise, neutralise_section
-from ctxbudget.inputs import Chunk, Principal, Role, Tool, Turn
-from ctxbudget.order import Order
-from ctxbudget.permit import AccessPolicy
-from ctxbudget.report import Dropped, Report
-from ctxbudget.result import (
+from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_section
+from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
+from ctxbudget._report import Dropped, Report
+from ctxbudget._result import (
     AnthropicMessage,
     AnthropicPrompt,
     AnthropicTool,
@@ -37,9 +32,14 @@ from ctxbudget.result import (
     OpenAITool,
     Source,
 )
-from ctxbudget.scan import flag_instructions, scan_for_instructions
-from ctxbudget.sources import Selection, SourceOptions, select_sources
-from ctxbudget.tokens import (
+from ctxbudget._scan import flag_instructions, scan_for_instructions
+from ctxbudget._sources.arrange import Order
+from ctxbudget._sources.conflicts import ConflictPolicy
+from ctxbudget._sources.dedup import Dedup
+from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader
+from ctxbudget._sources.permit import AccessPolicy
+from ctxbudget._sources.pipeline import Selection, SourceOptions, select_sources
+from ctxbudget._tokens import (
     CallableTokenizer,
     HuggingFaceTokenizer,
     TiktokenTokenizer,
@@ -47,7 +47,7 @@ from ctxbudget.tokens import (
     Tokenizer,
     get_tokenizer,
 )
-from ctxbudget.turns import TrimmedHistory, trim_turns
+from ctxbudget._turns import TrimmedHistory, trim_turns
 
 __version__ = _metadata.version("ctxbudget")
 

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from importlib.metadata import version
 
 from ctxbudget import _demo
-from ctxbudget.assemble import ContextAssembler
-from ctxbudget.budget import Budget, Claimant
-from ctxbudget.errors import CtxBudgetError
+from ctxbudget._assemble import ContextAssembler
+from ctxbudget._budget import Budget, Claimant
+from ctxbudget._errors import CtxBudgetError
 
 # The parts of a prompt the demo sends besides system and question, which every budget has.
 _DEMO_SENDS: tuple[Claimant, ...] = ("retrieved", "examples", "tools", "history")

@@ -11,11 +11,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from ctxbudget._fit import Fit, Packer
-from ctxbudget.budget import Allocation
-from ctxbudget.layout import SECTION_SEPARATOR, Frame
-from ctxbudget.report import Dropped, ItemKind
-from ctxbudget.tokens import TokenCounter
+from ctxbudget._budget import Allocation
+from ctxbudget._layout import SECTION_SEPARATOR, Frame
+from ctxbudget._pack import Fit, Packer
+from ctxbudget._report import Dropped, ItemKind
+from ctxbudget._tokens import TokenCounter
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from ctxbudget.inputs import Chunk, Tool, Turn
+from ctxbudget._inputs import Chunk, Tool, Turn
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 """The demo's clock, pinned so its output (freshness notes included) never changes."""

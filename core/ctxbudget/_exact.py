@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ctxbudget._allocate import Allocated
+from ctxbudget._budget import Claimant
 from ctxbudget._claims import ListClaim
-from ctxbudget._fit import Fit
-from ctxbudget.allocate import Allocated
-from ctxbudget.budget import Claimant
-from ctxbudget.errors import ContextBudgetError
-from ctxbudget.layout import ORDER, SECTION_SEPARATOR
-from ctxbudget.tokens import TokenCounter
+from ctxbudget._errors import ContextBudgetError
+from ctxbudget._layout import ORDER, SECTION_SEPARATOR
+from ctxbudget._pack import Fit
+from ctxbudget._tokens import TokenCounter
 
 __all__ = ["Rendered", "render_exactly"]
 

@@ -17,7 +17,7 @@ from importlib import resources
 
 import tiktoken
 
-from ctxbudget.errors import VocabularyError
+from ctxbudget._errors import VocabularyError
 
 # The hashes tiktoken pins in `tiktoken_ext/openai_public.py`. A file that does not
 # match is refused, never used "close enough": a wrong vocabulary miscounts silently.

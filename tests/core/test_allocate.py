@@ -1,4 +1,4 @@
-"""The two-pass allocation rule (allocate.py) and whole-item packing (_fit.py).
+"""The two-pass allocation rule (_allocate.py) and whole-item packing (_pack.py).
 
 Claimants here are made of whole items with exact sizes (no framing, no separators),
 so every grant and cost below can be checked by hand.
@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget import CLAIMANTS, Allocation, Claimant, ContextBudgetError, Dropped
-from ctxbudget._fit import Fit, Packer
-from ctxbudget.allocate import Allocated, allocate
-from ctxbudget.report import DropReason
+from ctxbudget._allocate import Allocated, allocate
+from ctxbudget._pack import Fit, Packer
+from ctxbudget._report import DropReason
 
 
 @dataclass

@@ -28,7 +28,7 @@ from ctxbudget import (
     get_tokenizer,
     neutralise,
 )
-from ctxbudget.tools import render_tool
+from ctxbudget._tools import render_tool
 from tests.conftest import fake_count
 
 SYSTEM = "You answer from the sources and cite them like [1]."

@@ -1,4 +1,4 @@
-"""Allocation and Budget as validated, immutable data (core/ctxbudget/budget.py)."""
+"""Allocation and Budget as validated, immutable data (core/ctxbudget/_budget.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-import ctxbudget.budget
+import ctxbudget._budget
 from ctxbudget import (
     CLAIMANTS,
     CONTEXT_WINDOWS,
@@ -22,7 +22,7 @@ from ctxbudget import (
     ContextAssembler,
     get_tokenizer,
 )
-from ctxbudget.budget import BudgetError, Syntax
+from ctxbudget._budget import BudgetError, Syntax
 
 TOML_LIST = """
 total = 6000
@@ -623,7 +623,7 @@ def test_budget_for_model_keeps_sixty_chunks_in_a_million_token_window() -> None
 def test_budget_with_default_caps_in_a_million_token_window_drops_most_chunks() -> None:
     # The behaviour for_model fixes: the 6,000-token layout's caps in a 1M window.
     budget = Budget.for_context_window(
-        1_047_576, reserve_output=32_768, allocations=ctxbudget.budget.DEFAULT_ALLOCATIONS
+        1_047_576, reserve_output=32_768, allocations=ctxbudget._budget.DEFAULT_ALLOCATIONS
     )
 
     result = ContextAssembler(budget=budget, tokenizer="gpt-4.1").assemble(
@@ -689,7 +689,7 @@ def test_budget_for_model_resolves_mini_snapshot_to_mini() -> None:
 def test_budget_for_model_prefers_longest_family(monkeypatch: pytest.MonkeyPatch) -> None:
     # The real windows of gpt-4o and gpt-4o-mini are equal; make them differ to see which won.
     windows = {"gpt-4": 8_000, "gpt-4o": 100_000, "gpt-4o-mini": 50_000}
-    monkeypatch.setattr(ctxbudget.budget, "CONTEXT_WINDOWS", windows)
+    monkeypatch.setattr(ctxbudget._budget, "CONTEXT_WINDOWS", windows)
 
     assert Budget.for_model("gpt-4o-mini-2024-07-18", reserve_output=0).total == 50_000
     assert Budget.for_model("gpt-4o-2024-08-06", reserve_output=0).total == 100_000

@@ -1,4 +1,4 @@
-"""Checking an answer's [n] citations against the sources sent (core/ctxbudget/citations.py)."""
+"""Checking an answer's [n] citations against the sources sent (core/ctxbudget/_citations.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ctxbudget import Chunk, CitationCheck, ContextAssembler
-from ctxbudget.citations import check_citations, cited_numbers
+from ctxbudget._citations import check_citations, cited_numbers
 
 # --- cited_numbers --------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Conflict policies and effective dates (core/ctxbudget/conflicts.py).
+"""Conflict policies and effective dates (core/ctxbudget/_sources/conflicts.py).
 
 README "Retrieved sources" (Render): effective dates appear when sources in the context disagree in
 date and a conflict policy (prefer-newer, surface-both, abstain) needs them.
@@ -14,8 +14,8 @@ import pytest
 from pydantic import ValidationError
 
 from ctxbudget import Budget, CallableTokenizer, Chunk, ContextAssembler, SourceOptions
-from ctxbudget.conflicts import ConflictPolicy, conflict_instruction, dates_differ
-from ctxbudget.fence import FENCE_OPEN
+from ctxbudget._fence import FENCE_OPEN
+from ctxbudget._sources.conflicts import ConflictPolicy, conflict_instruction, dates_differ
 
 POLICIES: tuple[ConflictPolicy, ...] = ("prefer_newer", "surface_both", "abstain")
 EFFECTIVE = re.compile(r"\(effective \d{4}-\d{2}-\d{2}\)")

@@ -1,4 +1,4 @@
-"""Near-duplicate detection (dedup.py): shingle Jaccard, containment, embedding cosine.
+"""Near-duplicate detection (_sources/dedup.py): shingle Jaccard, containment, embedding cosine.
 
 The precision tests build a corpus of distinct passages and near-copies of each
 (boilerplate header/footer, whitespace and case changes, sub-windows): every copy
@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 from pydantic import ValidationError
 
-import ctxbudget.dedup
+import ctxbudget._sources.dedup
 from ctxbudget import (
     Allocation,
     Assembled,
@@ -26,7 +26,7 @@ from ctxbudget import (
     SourceOptions,
     TiktokenTokenizer,
 )
-from ctxbudget.dedup import Dedup, Deduplicator, cosine, jaccard, shingles
+from ctxbudget._sources.dedup import Dedup, Deduplicator, cosine, jaccard, shingles
 
 BUDGET = Budget(
     total=100_000,
@@ -544,13 +544,13 @@ def test_assemble_near_duplicate_corpus_drops_copies_only(
 def shingled(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """How often each text was shingled during the test."""
     calls: Counter[str] = Counter()
-    real = ctxbudget.dedup.shingles
+    real = ctxbudget._sources.dedup.shingles
 
     def spy(text: str, size: int = 5) -> frozenset[tuple[str, ...]]:
         calls[text] += 1
         return real(text, size)
 
-    monkeypatch.setattr(ctxbudget.dedup, "shingles", spy)
+    monkeypatch.setattr(ctxbudget._sources.dedup, "shingles", spy)
     return calls
 
 

@@ -1,5 +1,6 @@
-"""Whole-document escalation (escalate.py, select.py): 3+ selected chunks of one document and
-the document fits in 70% of retrieval's grant -> the document goes in whole, in their place.
+"""Whole-document escalation (_sources/escalate.py, _sources/claim.py): 3+ selected chunks
+of one document and the document fits in 70% of retrieval's grant -> the document goes in
+whole, in their place.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from ctxbudget import (
     SourceOptions,
     TiktokenTokenizer,
 )
-from ctxbudget.escalate import (
+from ctxbudget._sources.claim import RetrievedClaim
+from ctxbudget._sources.escalate import (
     DocumentLoader,
     Escalation,
     SectionLoader,
@@ -32,8 +34,7 @@ from ctxbudget.escalate import (
     document_permitted,
     load_sections,
 )
-from ctxbudget.permit import AccessPolicy
-from ctxbudget.select import RetrievedClaim
+from ctxbudget._sources.permit import AccessPolicy
 from tests.conftest import fake_count
 
 

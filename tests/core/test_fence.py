@@ -1,6 +1,6 @@
 # Look-alike characters are the subject of these tests.
 # ruff: noqa: RUF001
-"""The untrusted-data fence and the neutralising of look-alikes (core/ctxbudget/fence.py).
+"""The untrusted-data fence and the neutralising of look-alikes (core/ctxbudget/_fence.py).
 
 Safety is checked on a normalised view written here, independently of the library's
 own: NFKC, format (Cf), mark and other invisible characters removed, and every
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ctxbudget.fence import (
+from ctxbudget._fence import (
     DATAMARK,
     FENCE_CLOSE,
     FENCE_OPEN,
@@ -31,7 +31,7 @@ from ctxbudget.fence import (
     neutralise_section,
     removable_bytes,
 )
-from ctxbudget.layout import FRAME_TAGS
+from ctxbudget._layout import FRAME_TAGS
 
 # --- the normalised view and the checks on it ------------------------------------------------
 
@@ -64,7 +64,7 @@ def normalised(text: str) -> str:
 
 
 TAG_NAMES = "|".join(
-    [r"retrieved[\W_]*documents", *(f"{n}(?![a-z0-9])" for n in FRAME_TAGS.values())]
+    [r"retrieved[\W_]*documents", *(f"{n}(?![a-z0-9_])" for n in FRAME_TAGS.values())]
 )
 FENCE_TAG = re.compile(r"<[\s/\\]*retrieved[\W_]*documents", re.IGNORECASE)
 FRAME_TAG = re.compile(rf"<[\s/\\]*(?:{TAG_NAMES}|document\b)", re.IGNORECASE)

@@ -1,4 +1,4 @@
-"""History trimming: the first turn, then the most recent that fit (core/ctxbudget/history.py).
+"""History trimming: the first turn, then the most recent that fit (core/ctxbudget/_history.py).
 
 DESIGN "Trimming": keep the first turn (it carries the topic), then the most recent
 turns that fit; where turns are missing, insert a gap marker so the model knows.
@@ -29,7 +29,7 @@ from ctxbudget import (
     TiktokenTokenizer,
     Turn,
 )
-from ctxbudget.history import ROLE_LABELS, gap_marker
+from ctxbudget._history import ROLE_LABELS, gap_marker
 
 # The conftest fake tokenizer, for property tests (hypothesis rejects function-scoped fixtures).
 FAKE = CallableTokenizer(lambda text: len(re.findall(r"\w+|[^\w\s]|\s+", text)), name="fake-words")

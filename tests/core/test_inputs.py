@@ -1,4 +1,4 @@
-"""Chunk, Turn, Tool and Principal as validated, immutable inputs (core/ctxbudget/inputs.py)."""
+"""Chunk, Turn, Tool and Principal as validated, immutable inputs (core/ctxbudget/_inputs.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from ctxbudget import Chunk, Principal, Tool, Turn
-from ctxbudget.inputs import check_text
+from ctxbudget._inputs import check_text
 
 SURROGATE_MESSAGE = r"\n\s+Value error, contains a lone surrogate U\+D800 at index 2"
 

@@ -8,7 +8,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from ctxbudget import Allocation, Budget, ContextAssembler, InputError, Tool, get_tokenizer
-from ctxbudget.tools import tool_schema
+from ctxbudget._tools import tool_schema
 
 TOOLS = [
     Tool(

@@ -17,7 +17,8 @@ import tiktoken_ext.openai_public
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxbudget import VocabularyError, _offline, get_tokenizer, tokens
+from ctxbudget import VocabularyError, _offline, get_tokenizer
+from ctxbudget import _tokens as tokens
 
 ENCODINGS = ["o200k_base", "cl100k_base"]
 

@@ -1,4 +1,4 @@
-"""Permission and tenant filtering (permit.py): the first pipeline step, failing closed."""
+"""Permission and tenant filtering (_sources/permit.py): the first pipeline step, failing closed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ctxbudget import (
     SourceOptions,
     TiktokenTokenizer,
 )
-from ctxbudget.permit import AccessPolicy, permitted
+from ctxbudget._sources.permit import AccessPolicy, permitted
 
 OPEN = AccessPolicy()
 

@@ -1,4 +1,4 @@
-"""Source headers and blocks as the model reads them (core/ctxbudget/render.py).
+"""Source headers and blocks as the model reads them (core/ctxbudget/_sources/render.py).
 
 DESIGN "Rendering": every source numbered [n]; the header carries title, heading
 path, a freshness note only when stale and a parse warning only when present; never
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ctxbudget import Budget, Chunk, ContextAssembler, Principal, SourceOptions, TiktokenTokenizer
-from ctxbudget.render import RenderOptions, header, render_source
+from ctxbudget._sources.render import RenderOptions, header, render_source
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 YEAR = timedelta(days=365)

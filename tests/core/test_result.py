@@ -1,5 +1,5 @@
 """The assembled result: chat messages for the OpenAI and Anthropic SDKs, and the report's
-fields (core/ctxbudget/result.py, core/ctxbudget/report.py).
+fields (core/ctxbudget/_result.py, core/ctxbudget/_report.py).
 
 Provider shapes are checked two ways, with no network: against the SDKs' own request
 TypedDicts (made strict: pydantic ignores unknown keys in a TypedDict and validates an
@@ -41,9 +41,9 @@ from ctxbudget import (
     Tool,
     Turn,
 )
-from ctxbudget.history import gap_marker
-from ctxbudget.inputs import Role
-from ctxbudget.result import CONVERSATION_START
+from ctxbudget._history import gap_marker
+from ctxbudget._inputs import Role
+from ctxbudget._result import CONVERSATION_START
 from tests.conftest import fake_count
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")

@@ -1,11 +1,11 @@
-"""Ingest-time scan for instruction-like text (core/ctxbudget/scan.py): a signal, never a gate."""
+"""Ingest-time scan for instruction-like text (core/ctxbudget/_scan.py): a signal, never a gate."""
 
 from __future__ import annotations
 
 import pytest
 
 from ctxbudget import Chunk
-from ctxbudget.scan import flag_instructions, scan_for_instructions
+from ctxbudget._scan import flag_instructions, scan_for_instructions
 
 IGNORE = "asks to ignore earlier instructions"
 ADDRESSED = "addresses instructions to an AI"

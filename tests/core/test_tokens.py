@@ -1,4 +1,4 @@
-"""Tests for `ctxbudget.tokens`: tokenizer resolution, adapters and the counting cache."""
+"""Tests for `ctxbudget._tokens`: tokenizer resolution, adapters and the counting cache."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from ctxbudget import (
     TokenizerError,
     _offline,
     get_tokenizer,
-    tokens,
 )
+from ctxbudget import _tokens as tokens
 
 
 class RecordingCount:

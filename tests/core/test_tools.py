@@ -1,4 +1,4 @@
-"""Tools trimming: whole tools, least relevant first, in the given order (core/ctxbudget/tools.py).
+"""Tools trimming: whole tools, least relevant first, in the given order (core/ctxbudget/_tools.py).
 
 Sizes with FAKE (conftest's fake tokenizer: one token per word, punctuation mark or
 whitespace run; module-level because hypothesis rejects function-scoped fixtures),
@@ -27,7 +27,7 @@ from ctxbudget import (
     TiktokenTokenizer,
     Tool,
 )
-from ctxbudget.tools import render_tool
+from ctxbudget._tools import render_tool
 
 FAKE = CallableTokenizer(lambda text: len(re.findall(r"\w+|[^\w\s]|\s+", text)), name="fake-words")
 

@@ -31,10 +31,10 @@ from ctxbudget import (
     Tool,
     Turn,
 )
-from ctxbudget.dedup import Dedup
-from ctxbudget.fence import DATAMARK, FENCE_CLOSE, FENCE_OPEN, datamark, fence_rule, neutralise
-from ctxbudget.layout import FRAME_TAGS
-from ctxbudget.scan import flag_instructions
+from ctxbudget._fence import DATAMARK, FENCE_CLOSE, FENCE_OPEN, datamark, fence_rule, neutralise
+from ctxbudget._layout import FRAME_TAGS
+from ctxbudget._scan import flag_instructions
+from ctxbudget._sources.dedup import Dedup
 from tests.core.test_fence import (
     FRAME_TAG,
     LINE_START_HEADER,

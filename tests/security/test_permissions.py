@@ -29,7 +29,7 @@ from ctxbudget import (
     TiktokenTokenizer,
     get_tokenizer,
 )
-from ctxbudget.permit import AccessPolicy
+from ctxbudget._sources.permit import AccessPolicy
 
 TENANTS = ["acme", "globex"]
 GROUPS = ["sales", "eng", "hr"]

@@ -21,8 +21,8 @@ from collections.abc import Callable
 import pytest
 
 from ctxbudget import Allocation, Budget, CallableTokenizer, Chunk, ContextAssembler
-from ctxbudget.fence import is_blank, neutralise, neutralise_section, removable_bytes
-from ctxbudget.scan import scan_for_instructions
+from ctxbudget._fence import is_blank, neutralise, neutralise_section, removable_bytes
+from ctxbudget._scan import scan_for_instructions
 from tests.conftest import fake_count
 
 SIZE = 16_000

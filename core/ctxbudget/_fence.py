@@ -28,8 +28,8 @@ from itertools import accumulate
 from typing import Final, Literal
 
 from ctxbudget._confusables import LOOK_ALIKES
+from ctxbudget._layout import FRAME_TAGS, ROLE_LABELS, SECTION_SEPARATOR, Frame
 from ctxbudget._unicode import INVISIBLE_RANGES, SPACE_SEPARATORS
-from ctxbudget.layout import FRAME_TAGS, ROLE_LABELS, SECTION_SEPARATOR, Frame
 
 __all__ = [
     "DATAMARK",

@@ -15,8 +15,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxbudget.inputs import Chunk, Principal
-from ctxbudget.permit import AccessPolicy, permitted
+from ctxbudget._inputs import Chunk, Principal
+from ctxbudget._sources.permit import AccessPolicy, permitted
 
 __all__ = [
     "DocumentLoader",

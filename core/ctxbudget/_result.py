@@ -11,12 +11,12 @@ from typing import Any, Final, Literal, NotRequired, TypedDict, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxbudget.citations import CitationCheck, check_citations
-from ctxbudget.errors import InputError
-from ctxbudget.history import ROLE_LABELS
-from ctxbudget.inputs import Chunk, Role, Tool
-from ctxbudget.layout import SECTION_SEPARATOR
-from ctxbudget.report import Report
+from ctxbudget._citations import CitationCheck, check_citations
+from ctxbudget._errors import InputError
+from ctxbudget._history import ROLE_LABELS
+from ctxbudget._inputs import Chunk, Role, Tool
+from ctxbudget._layout import SECTION_SEPARATOR
+from ctxbudget._report import Report
 
 __all__ = [
     "CONVERSATION_START",

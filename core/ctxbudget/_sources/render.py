@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from ctxbudget.fence import SourceFormat, neutralise
-from ctxbudget.inputs import Chunk
+from ctxbudget._fence import SourceFormat, neutralise
+from ctxbudget._inputs import Chunk
 
 __all__ = ["RenderOptions", "header", "render_source"]
 

@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal, Self, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from ctxbudget.errors import BudgetError
-from ctxbudget.tokens import match_model
+from ctxbudget._errors import BudgetError
+from ctxbudget._tokens import match_model
 
 __all__ = [
     "CLAIMANTS",
@@ -562,7 +562,8 @@ def _problem(detail: ErrorDetails, where: _Places) -> str:
         close = difflib.get_close_matches(field, known, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         top = "the top of the file" if where.syntax == "toml" else "the top-level object"
-        return f"remove {field} from {table or top}: it takes only {', '.join(known)}{hint}"
+        name = field if field.isidentifier() and field.isascii() else _shown(field)
+        return f"remove {name} from {table or top}: it takes only {', '.join(known)}{hint}"
     if kind == "literal_error" and where.keys is not None and table is not None:
         return f"{table} is not a claimant; name the table after one of {', '.join(CLAIMANTS)}"
     if kind == "literal_error":

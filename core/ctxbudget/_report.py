@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxbudget.budget import Claimant
+from ctxbudget._budget import Claimant
 
 __all__ = ["DropReason", "Dropped", "ItemKind", "Report"]
 

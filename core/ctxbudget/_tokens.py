@@ -19,7 +19,7 @@ import tiktoken
 import tiktoken.model
 
 from ctxbudget import _offline
-from ctxbudget.errors import TokenizerError
+from ctxbudget._errors import TokenizerError
 
 __all__ = [
     "CallableTokenizer",

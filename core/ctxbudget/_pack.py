@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ctxbudget.budget import Claimant
-from ctxbudget.report import Dropped, DropReason, ItemKind
+from ctxbudget._budget import Claimant
+from ctxbudget._report import Dropped, DropReason, ItemKind
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from ctxbudget.inputs import Chunk, Principal
+from ctxbudget._inputs import Chunk, Principal
 
 __all__ = ["AccessPolicy", "permitted"]
 

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ctxbudget._fit import Fit
-from ctxbudget.budget import Allocation, Claimant
-from ctxbudget.errors import ContextBudgetError
+from ctxbudget._budget import Allocation, Claimant
+from ctxbudget._errors import ContextBudgetError
+from ctxbudget._pack import Fit
 
 __all__ = ["Allocated", "Claim", "allocate"]
 

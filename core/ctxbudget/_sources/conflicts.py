@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final, Literal
 
-from ctxbudget.inputs import Chunk
+from ctxbudget._inputs import Chunk
 
 __all__ = ["ConflictPolicy", "conflict_instruction", "dates_differ"]
 

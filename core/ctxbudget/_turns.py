@@ -12,14 +12,14 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ctxbudget._allocate import allocate
+from ctxbudget._budget import Allocation
+from ctxbudget._errors import InputError
 from ctxbudget._exact import render_exactly
-from ctxbudget.allocate import allocate
-from ctxbudget.budget import Allocation
-from ctxbudget.errors import InputError
-from ctxbudget.history import HistoryClaim
-from ctxbudget.inputs import Role, Turn
-from ctxbudget.report import Dropped
-from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
+from ctxbudget._history import HistoryClaim
+from ctxbudget._inputs import Role, Turn
+from ctxbudget._report import Dropped
+from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
 
 __all__ = ["TrimmedHistory", "trim_turns", "trim_with"]
 

@@ -15,23 +15,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ctxbudget._allocate import allocate
+from ctxbudget._budget import Allocation
+from ctxbudget._errors import InputError
 from ctxbudget._exact import render_exactly
-from ctxbudget._fit import Fit
-from ctxbudget.allocate import allocate
-from ctxbudget.budget import Allocation
-from ctxbudget.conflicts import ConflictPolicy
-from ctxbudget.dedup import Dedup
-from ctxbudget.errors import InputError
-from ctxbudget.escalate import DocumentLoader, Escalation, SectionLoader, check_loader
-from ctxbudget.fence import SourceFormat, is_blank
-from ctxbudget.inputs import Chunk, Principal
-from ctxbudget.order import Order
-from ctxbudget.permit import AccessPolicy, permitted
-from ctxbudget.render import RenderOptions
-from ctxbudget.report import Dropped, DropReason
-from ctxbudget.result import Source
-from ctxbudget.select import RetrievedClaim, SourceSettings, rank
-from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
+from ctxbudget._fence import SourceFormat, is_blank
+from ctxbudget._inputs import Chunk, Principal
+from ctxbudget._pack import Fit
+from ctxbudget._report import Dropped, DropReason
+from ctxbudget._result import Source
+from ctxbudget._sources.arrange import Order
+from ctxbudget._sources.claim import RetrievedClaim, SourceSettings, rank
+from ctxbudget._sources.conflicts import ConflictPolicy
+from ctxbudget._sources.dedup import Dedup
+from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader, check_loader
+from ctxbudget._sources.permit import AccessPolicy, permitted
+from ctxbudget._sources.render import RenderOptions
+from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
 
 __all__ = [
     "Selection",

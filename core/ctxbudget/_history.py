@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
-from ctxbudget._fit import Fit
-from ctxbudget.budget import Allocation
-from ctxbudget.fence import neutralise_section
-from ctxbudget.inputs import Role, Turn
-from ctxbudget.layout import FRAMES, ROLE_LABELS
-from ctxbudget.tokens import TokenCounter
+from ctxbudget._fence import neutralise_section
+from ctxbudget._inputs import Role, Turn
+from ctxbudget._layout import FRAMES, ROLE_LABELS
+from ctxbudget._pack import Fit
+from ctxbudget._tokens import TokenCounter
 
 __all__ = ["ROLE_LABELS", "HistoryClaim", "gap_marker"]
 
@@ -55,7 +55,7 @@ def _turn_key(indexed: Indexed) -> str:
 class HistoryClaim(ListClaim[Indexed]):
     """Conversation turns; costs include the gap markers the kept set needs.
 
-    A turn's content goes through `fence.neutralise_section` once, and that text is
+    A turn's content goes through `_fence.neutralise_section` once, and that text is
     what is costed, rendered in the conversation section and returned by `messages`:
     a line ``Assistant: ...`` inside a user's turn reads ``Assistant (quoted): ...``
     in the prompt and in the chat messages alike, and the count is of what is sent.

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from ctxbudget.inputs import Chunk
+from ctxbudget._inputs import Chunk
 
 __all__ = ["flag_instructions", "scan_for_instructions"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from ctxbudget.budget import Claimant
-from ctxbudget.inputs import Role
+from ctxbudget._budget import Claimant
+from ctxbudget._inputs import Role
 
 __all__ = [
     "FRAMES",
@@ -84,4 +84,4 @@ FRAMES: Final[dict[Claimant, Frame]] = {
     "memory": _tagged("memory"),
     "question": Frame("Question: ", "", ""),
 }
-"""Frames of the sections whose framing is fixed; retrieved's frame is the fence (`fence.py`)."""
+"""Frames of the sections whose framing is fixed; retrieved's frame is the fence (`_fence.py`)."""

@@ -3,7 +3,7 @@
 Candidates arrive permitted, above the relevance floor, and ranked. The walk is
 lazy: a candidate is deduplicated against what is already kept, bounded from its
 raw text (neither neutralised nor tokenized) when it cannot fit, and neutralised
-and counted only when it might. What is kept is decided by rank; `order.arrange`
+and counted only when it might. What is kept is decided by rank; `arrange.arrange`
 only decides where it stands.
 """
 
@@ -13,12 +13,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
-from ctxbudget._fit import Fit, Packer, Part
-from ctxbudget.budget import Allocation
-from ctxbudget.conflicts import ConflictPolicy, conflict_instruction, dates_differ
-from ctxbudget.dedup import Dedup, Deduplicator
-from ctxbudget.escalate import (
+from ctxbudget._fence import datamark, fence_frame, fence_notice, neutralise, removable_bytes
+from ctxbudget._inputs import Chunk, Principal
+from ctxbudget._pack import Fit, Packer, Part
+from ctxbudget._report import Dropped, DropReason
+from ctxbudget._sources.arrange import Order, arrange
+from ctxbudget._sources.conflicts import ConflictPolicy, conflict_instruction, dates_differ
+from ctxbudget._sources.dedup import Dedup, Deduplicator
+from ctxbudget._sources.escalate import (
     DocumentLoader,
     Escalation,
     SectionLoader,
@@ -26,13 +30,9 @@ from ctxbudget.escalate import (
     document_permitted,
     load_sections,
 )
-from ctxbudget.fence import datamark, fence_frame, fence_notice, neutralise, removable_bytes
-from ctxbudget.inputs import Chunk, Principal
-from ctxbudget.order import Order, arrange
-from ctxbudget.permit import AccessPolicy
-from ctxbudget.render import RenderOptions, render_source
-from ctxbudget.report import Dropped, DropReason
-from ctxbudget.tokens import BoundedTokenizer, TokenCounter
+from ctxbudget._sources.permit import AccessPolicy
+from ctxbudget._sources.render import RenderOptions, render_source
+from ctxbudget._tokens import BoundedTokenizer, TokenCounter
 
 __all__ = ["RetrievedClaim", "SourceSettings", "rank"]
 

@@ -8,20 +8,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ctxbudget._allocate import Allocated, allocate
+from ctxbudget._budget import Budget, Claimant
 from ctxbudget._claims import ListClaim, text_claim
+from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._exact import Rendered, render_exactly
-from ctxbudget.allocate import Allocated, allocate
-from ctxbudget.budget import Budget, Claimant
-from ctxbudget.errors import ContextBudgetError, InputError
-from ctxbudget.fence import fence_rule, neutralise_section
-from ctxbudget.history import HistoryClaim
-from ctxbudget.inputs import Chunk, Principal, Tool, Turn, check_text
-from ctxbudget.layout import FRAMES, ORDER, PREFIX, SECTION_SEPARATOR
-from ctxbudget.prefix import prefix_hash, volatile_parts
-from ctxbudget.report import Dropped, Report
-from ctxbudget.result import Assembled, Source
-from ctxbudget.select import RetrievedClaim
-from ctxbudget.sources import (
+from ctxbudget._fence import fence_rule, neutralise_section
+from ctxbudget._history import HistoryClaim
+from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text
+from ctxbudget._layout import FRAMES, ORDER, PREFIX, SECTION_SEPARATOR
+from ctxbudget._prefix import prefix_hash, volatile_parts
+from ctxbudget._report import Dropped, Report
+from ctxbudget._result import Assembled, Source
+from ctxbudget._sources.claim import RetrievedClaim
+from ctxbudget._sources.pipeline import (
     Selection,
     SourceOptions,
     check_chunks,
@@ -30,9 +30,9 @@ from ctxbudget.sources import (
     select_with,
     sources_of,
 )
-from ctxbudget.tokens import TokenCounter, Tokenizer, get_tokenizer
-from ctxbudget.tools import tool_schema, tools_claim
-from ctxbudget.turns import TrimmedHistory, trim_with
+from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
+from ctxbudget._tools import tool_schema, tools_claim
+from ctxbudget._turns import TrimmedHistory, trim_with
 
 __all__ = ["ContextAssembler"]
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Literal, TypeVar
 
-from ctxbudget.inputs import Chunk
+from ctxbudget._inputs import Chunk
 
 __all__ = ["Order", "arrange", "sandwich"]
 

@@ -13,7 +13,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxbudget.inputs import Chunk
+from ctxbudget._inputs import Chunk
 
 __all__ = ["Dedup", "Deduplicator", "cosine", "jaccard", "shingles"]
 

@@ -1,4 +1,6 @@
-"""Arrangement (order.py): where kept sources stand. Rank decides what is kept; this only moves it.
+"""Arrangement (_sources/arrange.py): where kept sources stand.
+
+Rank decides what is kept; this only moves it.
 
 `sandwich` is checked against the two reference implementations it claims to match,
 written out here: LangChain's `LongContextReorder` and Haystack's `LostInTheMiddleRanker`.
@@ -13,7 +15,7 @@ from typing import TypeVar, get_args
 import pytest
 
 from ctxbudget import Allocation, Budget, Chunk, ContextAssembler, SourceOptions, TiktokenTokenizer
-from ctxbudget.order import Order, arrange, sandwich
+from ctxbudget._sources.arrange import Order, arrange, sandwich
 
 T = TypeVar("T")
 
