@@ -16,7 +16,7 @@ from ctxbudget._exact import Rendered, render_exactly
 from ctxbudget._fence import fence_rule, neutralise_section
 from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text
-from ctxbudget._layout import FRAMES, ORDER, PREFIX, SECTION_SEPARATOR
+from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
 from ctxbudget._prefix import prefix_hash, volatile_parts
 from ctxbudget._report import Dropped, Report
 from ctxbudget._result import Assembled, Source
@@ -37,6 +37,8 @@ from ctxbudget._turns import TrimmedHistory, trim_with
 __all__ = ["ContextAssembler"]
 
 logger = logging.getLogger("ctxbudget")
+
+_GIVEN: dict[Claimant, str] = {s.name: s.given for s in SECTIONS}
 
 
 class ContextAssembler:
@@ -133,7 +135,7 @@ class ContextAssembler:
         for name, present in given.items():
             if present and self.budget.allocation(name) is None:
                 raise InputError(
-                    f"{_INPUT_NAME[name]} given but the budget has no {name!r} allocation; add "
+                    f"{_GIVEN[name]} given but the budget has no {name!r} allocation; add "
                     f"Allocation({name!r}, max=..., priority=...) to the budget or leave it out"
                 )
 
@@ -222,16 +224,16 @@ class ContextAssembler:
         self, rendered: Rendered, allocated: Allocated, ruled_out: list[Dropped]
     ) -> Assembled:
         claims, fits, sections = rendered.claims, rendered.fits, rendered.sections
-        prefix = tuple(sections[n] for n in ORDER if n in PREFIX and sections.get(n))
+        prefix = tuple(sections[n] for n in SECTION_ORDER if n in PREFIX and sections.get(n))
         prefix_text = SECTION_SEPARATOR.join(prefix)
         warnings = tuple(
             w
-            for n in ORDER
+            for n in SECTION_ORDER
             if n in PREFIX and sections.get(n)
             for w in volatile_parts(n, sections[n])
         )
         dropped = list(ruled_out)
-        for name in ORDER:
+        for name in SECTION_ORDER:
             if name in claims:
                 dropped.extend(claims[name].drops(fits[name]))
 
@@ -241,9 +243,7 @@ class ContextAssembler:
             if isinstance(history_claim, HistoryClaim)
             else ()
         )
-        tail = SECTION_SEPARATOR.join(
-            sections[n] for n in ("memory", "retrieved", "question") if sections.get(n)
-        )
+        tail = SECTION_SEPARATOR.join(sections[n] for n in TAIL if sections.get(n))
         retrieved = claims.get("retrieved")
         sources: tuple[Source, ...] = ()
         escalated = None
@@ -257,9 +257,9 @@ class ContextAssembler:
             budget=self.budget.available,
             total=rendered.total,
             unused=self.budget.available - rendered.total,
-            sizes={n: fits[n].cost for n in ORDER if n in fits},
+            sizes={n: fits[n].cost for n in SECTION_ORDER if n in fits},
             granted=dict(allocated.granted),
-            trimmed=tuple(n for n in ORDER if n in fits and fits[n].overflow),
+            trimmed=tuple(n for n in SECTION_ORDER if n in fits and fits[n].overflow),
             dropped=tuple(dropped),
             retrieval_trimmed=squeezed,
             squeezed_by=allocated.holders.get("retrieved", {}),
@@ -285,17 +285,6 @@ class ContextAssembler:
             tools=tools_kept,
             report=report,
         )
-
-
-_INPUT_NAME: dict[Claimant, str] = {
-    "system": "a system prompt was",
-    "question": "a question was",
-    "retrieved": "chunks were",
-    "examples": "examples were",
-    "tools": "tools were",
-    "history": "history was",
-    "memory": "memory was",
-}
 
 
 def _text(name: str, value: object) -> str | None:

@@ -17,7 +17,7 @@ from ctxbudget._allocate import Allocated
 from ctxbudget._budget import Claimant
 from ctxbudget._claims import ListClaim
 from ctxbudget._errors import ContextBudgetError
-from ctxbudget._layout import ORDER, SECTION_SEPARATOR
+from ctxbudget._layout import SECTION_ORDER, SECTION_SEPARATOR
 from ctxbudget._pack import Fit
 from ctxbudget._tokens import TokenCounter
 
@@ -56,7 +56,9 @@ def render_exactly(
         reverse=True,
     )
     while True:
-        sections = {name: claims[name].render(fits[name]) for name in ORDER if name in claims}
+        sections = {
+            name: claims[name].render(fits[name]) for name in SECTION_ORDER if name in claims
+        }
         text = SECTION_SEPARATOR.join(s for s in sections.values() if s)
         outside = sum(fits[n].cost for n, c in claims.items() if c.outside_text)
         total = counter.count(text) + outside
