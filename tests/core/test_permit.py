@@ -15,7 +15,7 @@ from ctxbudget import (
     SourceOptions,
     TiktokenTokenizer,
 )
-from ctxbudget._sources.permit import AccessPolicy, permitted
+from ctxbudget._sources.permit import AccessPolicy, permit, permitted
 
 OPEN = AccessPolicy()
 
@@ -252,3 +252,17 @@ def test_assemble_forbidden_chunk_costs_no_tokens(assembler: ContextAssembler) -
     assert with_secret.report.sizes == without.report.sizes
     forbidden = [d for d in with_secret.report.dropped if d.reason == "forbidden"]
     assert [d.tokens for d in forbidden] == [None]
+
+
+def test_permit_step_keeps_the_visible_and_reports_the_rest_by_id() -> None:
+    chunks = [
+        Chunk(id="public", content="a"),
+        Chunk(id="other-tenant", content="b", tenant="globex"),
+        Chunk(id="sales", content="c", tenant="acme", groups={"sales"}),
+    ]
+    kept, dropped = permit(chunks, Principal(tenant="acme"), AccessPolicy())
+    assert [c.id for c in kept] == ["public"]
+    assert [(d.id, d.reason, d.tokens) for d in dropped] == [
+        ("other-tenant", "forbidden", None),
+        ("sales", "forbidden", None),
+    ]

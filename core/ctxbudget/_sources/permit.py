@@ -7,11 +7,14 @@ metadata is public unless the assembler requires it, in which case it is denied.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict
 
 from ctxbudget._inputs import Chunk, Principal
+from ctxbudget._report import Dropped
 
-__all__ = ["AccessPolicy", "permitted"]
+__all__ = ["AccessPolicy", "permit", "permitted"]
 
 
 class AccessPolicy(BaseModel):
@@ -35,3 +38,20 @@ def permitted(chunk: Chunk, principal: Principal | None, policy: AccessPolicy) -
     if chunk.groups is None:
         return not policy.require_groups
     return principal is not None and not principal.groups.isdisjoint(chunk.groups)
+
+
+def permit(
+    chunks: Sequence[Chunk], principal: Principal | None, policy: AccessPolicy
+) -> tuple[list[Chunk], list[Dropped]]:
+    """The step: chunks `principal` may see, and the rest as `forbidden`, by id only.
+
+    It runs before anything reads a chunk's text, so forbidden text is never looked at.
+    """
+    kept: list[Chunk] = []
+    dropped: list[Dropped] = []
+    for chunk in chunks:
+        if permitted(chunk, principal, policy):
+            kept.append(chunk)
+        else:
+            dropped.append(Dropped._unvalidated("retrieved", "chunk", chunk.id, "forbidden"))
+    return kept, dropped

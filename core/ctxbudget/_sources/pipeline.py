@@ -19,17 +19,18 @@ from ctxbudget._allocate import allocate
 from ctxbudget._budget import Allocation
 from ctxbudget._errors import InputError
 from ctxbudget._exact import render_exactly
-from ctxbudget._fence import SourceFormat, is_blank
+from ctxbudget._fence import SourceFormat
 from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._pack import Fit
-from ctxbudget._report import Dropped, DropReason
+from ctxbudget._report import Dropped
 from ctxbudget._result import Source
 from ctxbudget._sources.arrange import Order
 from ctxbudget._sources.claim import RetrievedClaim, SourceSettings, rank
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader, check_loader
-from ctxbudget._sources.permit import AccessPolicy, permitted
+from ctxbudget._sources.permit import AccessPolicy, permit
+from ctxbudget._sources.relevance import relevant
 from ctxbudget._sources.render import RenderOptions
 from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
 
@@ -150,14 +151,10 @@ def candidates(
 ) -> tuple[list[Dropped], list[Chunk]]:
     """Ranked chunks worth considering, and those ruled out before selection.
 
-    Permission runs first, before anything reads the text: a forbidden chunk is
-    reported by id and never looked at again. Then chunks with nothing a reader can
-    see (`empty`) and chunks under the relevance floor (`below_floor`).
+    The first steps of the pipeline, in order: permit (before anything reads the
+    text), then relevance (`empty`, `below_floor`), then rank.
     """
     seen: set[str] = set()
-    dropped: list[Dropped] = []
-    usable: list[Chunk] = []
-    floor = options.min_relevance
     for chunk in chunks:
         if chunk.id in seen:
             raise InputError(
@@ -165,18 +162,9 @@ def candidates(
                 "(reports and sources refer to chunks by id)"
             )
         seen.add(chunk.id)
-        reason: DropReason | None = None
-        if not permitted(chunk, principal, options.access):
-            reason = "forbidden"
-        elif is_blank(chunk.content):
-            reason = "empty"
-        elif floor is not None and (relevance := _relevance(chunk)) is not None:
-            reason = "below_floor" if relevance < floor else None
-        if reason is None:
-            usable.append(chunk)
-        else:
-            dropped.append(Dropped._unvalidated("retrieved", "chunk", chunk.id, reason))
-    return dropped, rank(usable)
+    visible, forbidden = permit(chunks, principal, options.access)
+    kept, irrelevant = relevant(visible, options.min_relevance)
+    return [*forbidden, *irrelevant], rank(kept)
 
 
 def retrieved_claim(
@@ -299,7 +287,3 @@ def select_with(
         escalated=claim.escalated(fit),
         trimmed=fit.overflow,
     )
-
-
-def _relevance(chunk: Chunk) -> float | None:
-    return chunk.rerank_score if chunk.rerank_score is not None else chunk.score
