@@ -4,12 +4,12 @@ Candidates arrive permitted, above the relevance floor, and ranked. The walk is
 lazy: a candidate is deduplicated against what is already kept, bounded from its
 raw text (neither neutralised nor tokenized) when it cannot fit, and neutralised
 and counted only when it might. What is kept is decided by rank; `arrange.arrange`
-only decides where it stands.
+only decides where it stands. When a loader is set, `escalate.escalate` may send one
+document whole in place of its chunks.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -17,18 +17,21 @@ from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
 from ctxbudget._fence import datamark, fence_frame, fence_notice, neutralise, removable_bytes
 from ctxbudget._inputs import Chunk, Principal
-from ctxbudget._pack import Fit, Packer, Part
+from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason
 from ctxbudget._sources.arrange import Order, arrange
 from ctxbudget._sources.conflicts import ConflictPolicy, conflict_instruction, dates_differ
 from ctxbudget._sources.dedup import Dedup, Deduplicator
 from ctxbudget._sources.escalate import (
     DocumentLoader,
+    Escalated,
     Escalation,
     SectionLoader,
     as_document,
     document_permitted,
+    escalate,
     load_sections,
+    shrink_escalated,
 )
 from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.render import RenderOptions, render_source
@@ -70,13 +73,6 @@ class SourceSettings:
     escalation: Escalation
     withheld: frozenset[str] = frozenset()
     """Documents with a chunk this principal may not see: never sent whole."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Escalated(Fit[Chunk]):
-    """A fit that sends one document whole; `base` is the same grant's fit without it."""
-
-    base: Fit[Chunk]
 
 
 class RetrievedClaim(ListClaim[Chunk]):
@@ -184,71 +180,25 @@ class RetrievedClaim(ListClaim[Chunk]):
         loader = self.settings.loader
         if loader is None:
             return base
-        return self._escalate(base, grant, loader) or base
+        escalated = escalate(
+            base,
+            grant,
+            packer=self.packer,
+            candidates=self.items,
+            rank=self._rank,
+            settings=self.settings.escalation,
+            load=lambda document_id: self._load(document_id, loader),
+            reject_beside=self._rejecting_beside,
+        )
+        return escalated or base
 
     def shrink(self, fit: Fit[Chunk]) -> Fit[Chunk] | None:
         """`fit` with less in it: the least preferred chunk goes; an escalated document
         goes last, and then its chunks come back as packed without it, so nothing it
         covered is lost. None when nothing is left to drop."""
-        if not isinstance(fit, _Escalated):
-            return self.packer.shrink(fit)
-        if len(fit.parts) > 1 and (smaller := self.packer.shrink(fit)) is not None:
-            return _Escalated(
-                smaller.parts,
-                smaller.cost,
-                smaller.dropped,
-                smaller.unreached,
-                smaller.overflow,
-                base=fit.base,
-            )
-        return _without_document(self.packer, fit)
-
-    def _escalate(
-        self, base: Fit[Chunk], grant: int, loader: DocumentLoader | SectionLoader
-    ) -> _Escalated | None:
-        """`base` with one document sent whole in place of its chunks, or None.
-
-        The document with the most selected chunks (ties: the best-ranked) is tried
-        first; it must fit in `max_share` of the grant, and the other documents'
-        chunks are packed again, by rank, into what it leaves.
-        """
-        hits: Counter[str] = Counter()
-        best: dict[str, int] = {}
-        for part in base.parts:
-            hits[part.item.document_id] += 1
-            best.setdefault(part.item.document_id, self._rank[part.item.id])
-        eligible = [d for d, n in hits.items() if n >= self.settings.escalation.min_chunks]
-        eligible.sort(key=lambda d: (-hits[d], best[d]))
-        separator = self.packer.separator
-        room = self.settings.escalation.max_share * grant - self.packer.framing
-        for document_id in eligible:
-            document = self._load(document_id, loader)
-            if document is None or self.packer.bound(document) > room:
-                continue
-            cost = self.packer.cost(document)
-            if cost > room:
-                continue
-            others = [c for c in self.items if c.document_id != document_id]
-            # The document is a fixed overhead of the rest's packing: the others fit
-            # around it, and "oversize" still means larger than the whole grant.
-            rest = self.packer.pack(
-                others,
-                grant,
-                reject=self._rejecting_beside(document),
-                overhead=_constant(cost + separator),
-            )
-            pinned = Part(document.id, document, cost)
-            if not rest.parts:
-                total = cost + self.packer.framing
-                return _Escalated(
-                    (pinned,), total, rest.dropped, rest.unreached, rest.overflow, base=base
-                )
-            first, *more = rest.parts
-            parts = (pinned, replace(first, cost=first.cost + separator), *more)
-            return _Escalated(
-                parts, rest.cost, rest.dropped, rest.unreached, rest.overflow, base=base
-            )
-        return None
+        if isinstance(fit, Escalated):
+            return shrink_escalated(self.packer, fit)
+        return self.packer.shrink(fit)
 
     def _load(self, document_id: str, loader: DocumentLoader | SectionLoader) -> Chunk | None:
         """The whole document, loaded once per request; None when unknown, empty or forbidden."""
@@ -322,26 +272,3 @@ class RetrievedClaim(ListClaim[Chunk]):
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:
         return [*self.packer.drops(fit), *self._denied.values()]
-
-
-def _without_document(packer: Packer[Chunk], fit: _Escalated) -> Fit[Chunk]:
-    """`fit`'s base (its grant packed without the document), shrunk to cost less than `fit`.
-
-    The document is reported as dropped; the chunks it covered are kept or dropped
-    as the base decides, never lost with it.
-    """
-    document = fit.parts[0]
-    fallback = fit.base
-    while fallback.cost >= fit.cost and (smaller := packer.shrink(fallback)) is not None:
-        fallback = smaller
-    gone: tuple[Chunk, DropReason, int | None] = (document.item, "over_budget", document.cost)
-    return replace(fallback, dropped=(gone, *fallback.dropped), overflow=True)
-
-
-def _constant(tokens: int) -> Callable[[list[Chunk]], int]:
-    """An overhead that does not depend on what else is kept."""
-
-    def overhead(_: list[Chunk]) -> int:
-        return tokens
-
-    return overhead

@@ -9,23 +9,30 @@ chunks the retriever happened to return.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._inputs import Chunk, Principal
+from ctxbudget._pack import Fit, Packer, Part
+from ctxbudget._report import DropReason
 from ctxbudget._sources.permit import AccessPolicy, permitted
 
 __all__ = [
     "DocumentLoader",
+    "Escalated",
     "Escalation",
     "SectionLoader",
     "as_document",
     "check_loader",
     "document_permitted",
+    "escalate",
     "load_sections",
+    "shrink_escalated",
 ]
 
 SECTION_JOIN = "\n\n"
@@ -169,3 +176,106 @@ def as_document(document_id: str, sections: Sequence[Chunk]) -> Chunk | None:
 def _aware(moment: datetime) -> datetime:
     """`moment` comparable with any other: a naive time is read as UTC, as rendering does."""
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Escalated(Fit[Chunk]):
+    """A fit that sends one document whole (its first part); `base` is the same grant's
+    fit without it, where the document's chunks come back from if it must go."""
+
+    base: Fit[Chunk]
+
+
+Reject = Callable[[Chunk, list[Chunk]], DropReason | None]
+
+
+def escalate(
+    base: Fit[Chunk],
+    grant: int,
+    *,
+    packer: Packer[Chunk],
+    candidates: Sequence[Chunk],
+    rank: Mapping[str, int],
+    settings: Escalation,
+    load: Callable[[str], Chunk | None],
+    reject_beside: Callable[[Chunk], Reject],
+) -> Escalated | None:
+    """`base` with one document sent whole in place of its chunks, or None.
+
+    The document with the most selected chunks (ties: the best-ranked) is tried
+    first; it must fit in `max_share` of the grant (bounded before it is counted),
+    and the other documents' chunks are packed again, by rank, into what it leaves.
+    `load` returns the permitted whole document or None; `reject_beside` gives the
+    dedup check that counts the document as kept.
+    """
+    hits: Counter[str] = Counter()
+    best: dict[str, int] = {}
+    for part in base.parts:
+        hits[part.item.document_id] += 1
+        best.setdefault(part.item.document_id, rank[part.item.id])
+    eligible = [d for d, n in hits.items() if n >= settings.min_chunks]
+    eligible.sort(key=lambda d: (-hits[d], best[d]))
+    separator = packer.separator
+    room = settings.max_share * grant - packer.framing
+    for document_id in eligible:
+        document = load(document_id)
+        if document is None or packer.bound(document) > room:
+            continue
+        cost = packer.cost(document)
+        if cost > room:
+            continue
+        others = [c for c in candidates if c.document_id != document_id]
+        # The document is a fixed overhead of the rest's packing: the others fit
+        # around it, and "oversize" still means larger than the whole grant.
+        rest = packer.pack(
+            others, grant, reject=reject_beside(document), overhead=_constant(cost + separator)
+        )
+        pinned = Part(document.id, document, cost)
+        if not rest.parts:
+            total = cost + packer.framing
+            return Escalated(
+                (pinned,), total, rest.dropped, rest.unreached, rest.overflow, base=base
+            )
+        first, *more = rest.parts
+        parts = (pinned, replace(first, cost=first.cost + separator), *more)
+        return Escalated(parts, rest.cost, rest.dropped, rest.unreached, rest.overflow, base=base)
+    return None
+
+
+def shrink_escalated(packer: Packer[Chunk], fit: Escalated) -> Fit[Chunk] | None:
+    """`fit` with less in it: the other documents' chunks go first (they rank below the
+    document), then the document itself, whose chunks then come back as packed
+    without it, so nothing it covered is lost."""
+    if len(fit.parts) > 1 and (smaller := packer.shrink(fit)) is not None:
+        return Escalated(
+            smaller.parts,
+            smaller.cost,
+            smaller.dropped,
+            smaller.unreached,
+            smaller.overflow,
+            base=fit.base,
+        )
+    return _without_document(packer, fit)
+
+
+def _without_document(packer: Packer[Chunk], fit: Escalated) -> Fit[Chunk]:
+    """`fit`'s base (its grant packed without the document), shrunk to cost less than `fit`.
+
+    The document is reported as dropped; the chunks it covered are kept or dropped
+    as the base decides, never lost with it.
+    """
+    document = fit.parts[0]
+    fallback = fit.base
+    while fallback.cost >= fit.cost and (smaller := packer.shrink(fallback)) is not None:
+        fallback = smaller
+    gone: tuple[Chunk, DropReason, int | None] = (document.item, "over_budget", document.cost)
+    return replace(fallback, dropped=(gone, *fallback.dropped), overflow=True)
+
+
+def _constant(tokens: int) -> Callable[[list[Chunk]], int]:
+    """An overhead that does not depend on what else is kept."""
+
+    def overhead(_: list[Chunk]) -> int:
+        return tokens
+
+    return overhead
