@@ -74,9 +74,6 @@ class Dropped(BaseModel):
             claimant=claimant, kind=kind, id=id, reason=reason, tokens=tokens
         )
 
-    trusted = _unvalidated
-    """Temporary alias of `_unvalidated` until its callers are renamed; to be removed."""
-
 
 class Report(BaseModel):
     """Every decision of one assembly; also logged as one structured record.

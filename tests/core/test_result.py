@@ -558,9 +558,3 @@ def test_report_drops_past_the_first_that_did_not_fit_are_uncounted() -> None:
 def test_dropped_unvalidated_equals_the_validated_record() -> None:
     built = Dropped._unvalidated("retrieved", "chunk", "c1", "duplicate")
     assert built == Dropped(claimant="retrieved", kind="chunk", id="c1", reason="duplicate")
-
-
-def test_dropped_trusted_is_a_temporary_alias_of_unvalidated() -> None:
-    assert Dropped.trusted("retrieved", "chunk", "c1", "oversize", 9) == Dropped._unvalidated(
-        "retrieved", "chunk", "c1", "oversize", 9
-    )

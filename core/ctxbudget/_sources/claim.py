@@ -210,7 +210,7 @@ class RetrievedClaim(ListClaim[Chunk]):
             if self._may_see(document_id, sections):
                 document = as_document(document_id, sections)
             else:
-                self._denied[document_id] = Dropped.trusted(
+                self._denied[document_id] = Dropped._unvalidated(
                     "retrieved", "document", document_id, "forbidden"
                 )
         self._documents[document_id] = document
