@@ -1,0 +1,10 @@
+"""The `ctxbudget` command: `demo`, `inspect`, `count` (README "Command line").
+
+Commands are registered in one table, `app.COMMANDS`; each lives in its own module
+with `add_arguments` and `run`. Only `demo` and the terminal view need the ``cli``
+extra, imported when used, so `--version`, `--json` and `count` work with the core alone.
+"""
+
+from ctxbudget._cli.app import main
+
+__all__ = ["main"]

@@ -1,0 +1,55 @@
+"""`ctxbudget count FILE...`: token counts with a model's own tokenizer, offline."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+from ctxbudget._cli.command import Command
+from ctxbudget._cli.options import add_model, read_text, tokenizer
+from ctxbudget._cli.outcome import print_json, terminal
+
+__all__ = ["COMMAND"]
+
+_NAME: Final = "count"
+_HELP: Final = "count the tokens of files with a model's tokenizer"
+_DESCRIPTION: Final = (
+    "Count the tokens of each file (UTF-8 text) with the model's own tokenizer, as the "
+    "assembler counts them. Offline with the offline extra."
+)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="text files to count")
+    add_model(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _run(args: argparse.Namespace) -> int:
+    counter = tokenizer(args.model)
+    texts = [(path, read_text(path)) for path in args.files]
+    rows = [(path, counter.count(text), len(text)) for path, text in texts]
+    total = sum(tokens for _, tokens, _ in rows)
+    if args.json:
+        print_json(
+            {
+                "model": args.model,
+                "encoding": counter.name,
+                "files": [{"path": p, "tokens": t, "characters": c} for p, t, c in rows],
+                "total": total,
+            }
+        )
+        return 0
+    view = terminal()
+    grid = view.table("file", "tokens", "characters", right=("tokens", "characters"))
+    for path, tokens, characters in rows:
+        grid.add_row(path, f"{tokens:,}", f"{characters:,}")
+    if len(rows) > 1:
+        grid.add_row("total", f"{total:,}", f"{sum(c for _, _, c in rows):,}")
+    out = view.console()
+    out.print(grid)
+    out.print(f"Counted with {counter.name} ({args.model}).")
+    return 0
+
+
+COMMAND: Final = Command(_NAME, _HELP, _DESCRIPTION, _add_arguments, _run)
