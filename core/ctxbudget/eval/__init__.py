@@ -1,0 +1,63 @@
+"""ctxbudget.eval: measure what ordering, k and metadata are worth on your own model and corpus.
+
+Four experiments — position sensitivity, the k knee, metadata ablation and a
+context-size regression check — with any ``prompt -> answer`` function as the model.
+Every result reports n, the noise floor (one case = 1/n) and a bootstrap 95% interval
+per cell, so nobody reads noise as a trend. See the README, "Measuring on your own stack".
+
+Nothing here is imported by ``import ctxbudget``; rich (tables, progress) and
+matplotlib (plots) are imported only when used: ``pip install 'ctxbudget[eval]'``.
+"""
+
+from ctxbudget.eval._ablation import FIELDS, VARIANTS, AblationResult, Field, ablate, ablation
+from ctxbudget.eval._cases import Case, load_cases, load_chunks
+from ctxbudget.eval._cli import cli_main, load_model
+from ctxbudget.eval._context import assert_context_p95_below, context_size_p95, context_sizes
+from ctxbudget.eval._errors import EvalError
+from ctxbudget.eval._knee import KneeResult, k_knee
+from ctxbudget.eval._model import Model, cached, from_langchain, from_llamaindex
+from ctxbudget.eval._position import Distractors, PositionResult, position_sensitivity
+from ctxbudget.eval._prompts import DEFAULT_SYSTEM
+from ctxbudget.eval._result import Result
+from ctxbudget.eval._retrieve import Retriever, lexical_retriever
+from ctxbudget.eval._score import Scorer, grounded, keyword_hit
+from ctxbudget.eval._simulate import SimulatedModel, simulated_generator, synthetic_corpus
+from ctxbudget.eval._stats import Cell
+
+__all__ = [
+    "DEFAULT_SYSTEM",
+    "FIELDS",
+    "VARIANTS",
+    "AblationResult",
+    "Case",
+    "Cell",
+    "Distractors",
+    "EvalError",
+    "Field",
+    "KneeResult",
+    "Model",
+    "PositionResult",
+    "Result",
+    "Retriever",
+    "Scorer",
+    "SimulatedModel",
+    "ablate",
+    "ablation",
+    "assert_context_p95_below",
+    "cached",
+    "cli_main",
+    "context_size_p95",
+    "context_sizes",
+    "from_langchain",
+    "from_llamaindex",
+    "grounded",
+    "k_knee",
+    "keyword_hit",
+    "lexical_retriever",
+    "load_cases",
+    "load_chunks",
+    "load_model",
+    "position_sensitivity",
+    "simulated_generator",
+    "synthetic_corpus",
+]

@@ -1,0 +1,73 @@
+"""Cells: mean, noise floor 1/n, a seeded bootstrap 95% interval, and spread labels."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxbudget.eval._stats import RESAMPLES, spread, summarise
+
+
+def test_cell_noise_floor_is_one_case() -> None:
+    assert summarise([1.0] * 40, seed=0).noise_floor == 1 / 40
+
+
+def test_interval_of_identical_outcomes_is_a_point() -> None:
+    cell = summarise([1.0] * 25, seed=0)
+    assert (cell.score, cell.interval) == (1.0, (1.0, 1.0))
+
+
+def test_interval_is_deterministic_for_a_seed() -> None:
+    outcomes = [1.0, 0.0] * 20
+    assert summarise(outcomes, seed=3) == summarise(outcomes, seed=3)
+
+
+def test_interval_matches_the_normal_approximation_for_a_large_n() -> None:
+    # 200 cases at p = 0.5: the 95% interval is p ± 1.96 * sqrt(p(1-p)/n) ≈ ± 0.069.
+    cell = summarise([1.0, 0.0] * 100, seed=0)
+    half = 1.96 * math.sqrt(0.25 / 200)
+    assert abs(cell.low - (0.5 - half)) <= 0.015
+    assert abs(cell.high - (0.5 + half)) <= 0.015
+
+
+def test_interval_is_the_middle_95_percent_of_resampled_means() -> None:
+    assert RESAMPLES == 2_000
+    cell = summarise([0.0] * 19 + [1.0], seed=0)
+    # A single success among 20: a resample misses it with chance 0.95**20 ≈ 0.36, so the
+    # 2.5th percentile of the means is 0.
+    assert cell.low == 0.0
+    assert 0.1 <= cell.high <= 0.2
+
+
+@given(st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=1, max_size=30), st.integers(0, 9))
+def test_interval_holds_the_mean_within_the_outcomes(outcomes: list[float], seed: int) -> None:
+    cell = summarise(outcomes, seed=seed)
+    assert min(outcomes) <= cell.low <= cell.score + 1e-12
+    assert cell.score - 1e-12 <= cell.high <= max(outcomes)
+    assert cell.n == len(outcomes)
+    assert cell.outcomes == tuple(outcomes)
+
+
+def test_spread_within_one_case_is_labelled_noise() -> None:
+    a = summarise([1.0] * 20, seed=0)
+    b = summarise([1.0] * 19 + [0.0], seed=0)
+    width, label = spread([a, b])
+    assert (round(width, 9), label) == (0.05, "within noise floor")
+
+
+def test_spread_with_overlapping_intervals_is_labelled_so() -> None:
+    a = summarise([1.0] * 12 + [0.0] * 8, seed=0)
+    b = summarise([1.0] * 9 + [0.0] * 11, seed=0)
+    assert spread([a, b])[1] == "intervals overlap"
+
+
+def test_spread_with_separate_intervals_is_labelled_so() -> None:
+    a = summarise([1.0] * 20, seed=0)
+    b = summarise([0.0] * 20, seed=0)
+    assert spread([a, b]) == (1.0, "intervals separate")
+
+
+def test_cell_repr_shows_score_and_interval() -> None:
+    assert repr(summarise([1.0], seed=0)) == "Cell(n=1, score=1.000, interval=(1.000, 1.000))"
