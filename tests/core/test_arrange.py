@@ -14,8 +14,9 @@ from typing import TypeVar, get_args
 
 import pytest
 
-from ctxbudget import Allocation, Budget, Chunk, ContextAssembler, SourceOptions, TiktokenTokenizer
+from ctxbudget import Budget, Chunk, ContextAssembler, SourceOptions, TiktokenTokenizer
 from ctxbudget._sources.arrange import Order, arrange, sandwich
+from tests.factories import budget_for
 
 T = TypeVar("T")
 
@@ -291,28 +292,20 @@ def six_chunks() -> list[Chunk]:
     return [chunks[i] for i in (4, 1, 5, 0, 3, 2)]  # input order is not rank order
 
 
-def budget(retrieved_max: int | None) -> Budget:
-    return Budget(
-        total=20_000,
-        allocations=(
-            Allocation("question", max=200, priority=0),
-            Allocation("retrieved", max=retrieved_max, priority=1),
-        ),
-    )
-
-
 @pytest.fixture(scope="module")
 def three_fit(o200k: TiktokenTokenizer) -> Budget:
     """A budget whose retrieved allocation holds exactly the three best of `six_chunks`."""
     assembler = ContextAssembler(
-        tokenizer=o200k, budget=budget(None), sources=SourceOptions(order="relevance")
+        tokenizer=o200k,
+        budget=budget_for("retrieved", None),
+        sources=SourceOptions(order="relevance"),
     )
     by_rank = sorted(six_chunks(), key=lambda c: -(c.score or 0))
     sizes = [
         assembler.assemble(question="Q?", chunks=by_rank[:k]).report.sizes["retrieved"]
         for k in (3, 4)
     ]
-    return budget(sum(sizes) // 2)
+    return budget_for("retrieved", sum(sizes) // 2)
 
 
 @pytest.mark.parametrize("order", get_args(Order))
@@ -359,7 +352,7 @@ def test_assemble_numbering_contiguous_in_arrangement_order(
     o200k: TiktokenTokenizer, order: Order
 ) -> None:
     assembler = ContextAssembler(
-        tokenizer=o200k, budget=budget(None), sources=SourceOptions(order=order)
+        tokenizer=o200k, budget=budget_for("retrieved", None), sources=SourceOptions(order=order)
     )
 
     result = assembler.assemble(question="Q?", chunks=six_chunks())
@@ -370,9 +363,11 @@ def test_assemble_numbering_contiguous_in_arrangement_order(
 
 
 def test_assemble_default_order_is_by_document(o200k: TiktokenTokenizer) -> None:
-    default = ContextAssembler(tokenizer=o200k, budget=budget(None))
+    default = ContextAssembler(tokenizer=o200k, budget=budget_for("retrieved", None))
     by_document = ContextAssembler(
-        tokenizer=o200k, budget=budget(None), sources=SourceOptions(order="by_document")
+        tokenizer=o200k,
+        budget=budget_for("retrieved", None),
+        sources=SourceOptions(order="by_document"),
     )
 
     result = default.assemble(question="Q?", chunks=six_chunks())
@@ -383,7 +378,9 @@ def test_assemble_default_order_is_by_document(o200k: TiktokenTokenizer) -> None
 
 def test_assemble_sources_follow_text_order(o200k: TiktokenTokenizer) -> None:
     assembler = ContextAssembler(
-        tokenizer=o200k, budget=budget(None), sources=SourceOptions(order="sandwich")
+        tokenizer=o200k,
+        budget=budget_for("retrieved", None),
+        sources=SourceOptions(order="sandwich"),
     )
 
     result = assembler.assemble(question="Q?", chunks=six_chunks())

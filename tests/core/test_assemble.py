@@ -30,26 +30,13 @@ from ctxbudget import (
 )
 from ctxbudget._tools import render_tool
 from tests.conftest import fake_count
+from tests.factories import chunks
 
 SYSTEM = "You answer from the sources and cite them like [1]."
 
 # Counting a quarter token per character (rounded down) makes a join cost more than its
 # parts: the estimate fits, the exact count of the joined prompt does not.
 _QUARTER = CallableTokenizer(lambda text: len(text) // 4, name="quarter")
-
-
-def chunks(n: int, words: int = 40, **fields: object) -> list[Chunk]:
-    return [
-        Chunk(
-            id=f"c{i}",
-            document_id=f"d{i}",
-            title=f"Doc {i}",
-            content=" ".join(f"w{i}x{j}" for j in range(words)),
-            score=1 - i / (n + 1),
-            **fields,  # type: ignore[arg-type]
-        )
-        for i in range(n)
-    ]
 
 
 def turns(n: int, words: int = 20) -> list[Turn]:

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 import ctxbudget._fence
 from ctxbudget import (
     Allocation,
-    Budget,
     CallableTokenizer,
     Chunk,
     ContextAssembler,
@@ -34,20 +33,11 @@ from ctxbudget._sources.escalate import Escalation
 from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.render import RenderOptions
 from tests.conftest import fake_count
+from tests.factories import FakeLoader, budget_for, parts, whole, words
 
 # One tokenizer for the module: hypothesis calls test bodies many times.
 O200K: TiktokenTokenizer = get_tokenizer("o200k_base")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class Loader:
-    """A DocumentLoader serving documents from a dict."""
-
-    def __init__(self, documents: dict[str, Chunk]) -> None:
-        self.documents = documents
-
-    def load(self, document_id: str) -> Chunk | None:
-        return self.documents.get(document_id)
 
 
 def claim(
@@ -76,29 +66,6 @@ def claim(
         counter=TokenCounter(tokenizer),
         settings=settings,
     )
-
-
-def words(prefix: str, n: int) -> str:
-    return " ".join(f"{prefix}w{j}" for j in range(n))
-
-
-def parts(document_id: str, n: int, *, size: int = 40, score: float = 0.9) -> list[Chunk]:
-    return [
-        Chunk(
-            id=f"{document_id}#{i}",
-            document_id=document_id,
-            title=document_id.title(),
-            content=words(f"{document_id}{i}", size),
-            score=score - i / 100,
-        )
-        for i in range(n)
-    ]
-
-
-def whole(chunks: list[Chunk], *, intro: int = 20, **fields: Any) -> Chunk:
-    first = chunks[0]
-    content = "\n\n".join([words(f"{first.document_id}intro", intro), *(c.content for c in chunks)])
-    return Chunk(**{"id": first.document_id, "title": first.title, "content": content, **fields})
 
 
 def unaccounted(claim: RetrievedClaim, fit: Fit[Chunk], chunks: Sequence[Chunk]) -> list[str]:
@@ -188,15 +155,8 @@ def test_select_oversize_hostile_chunk_dropped_without_neutralising(
     monkeypatch.setattr("ctxbudget._sources.claim.neutralise", spy)
     big = Chunk(id="big", content=hostile_megabyte(), score=1.0)
     small = Chunk(id="small", content="An ordinary passage.", score=0.5)
-    budget = Budget(
-        total=10_000,
-        allocations=(
-            Allocation("question", max=100, priority=0),
-            Allocation("retrieved", max=3_000, priority=1),
-        ),
-    )
 
-    result = ContextAssembler(tokenizer=O200K, budget=budget).assemble(
+    result = ContextAssembler(tokenizer=O200K, budget=budget_for("retrieved", 3_000)).assemble(
         question="Q?", chunks=[big, small]
     )
 
@@ -217,7 +177,7 @@ def test_select_oversize_document_not_neutralised(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr("ctxbudget._sources.claim.neutralise", spy)
     document = Chunk(id="manual", content=hostile_megabyte())
-    retrieved = claim(MANUAL, loader=Loader({"manual": document}))
+    retrieved = claim(MANUAL, loader=FakeLoader({"manual": document}))
 
     fit = retrieved.fit(3_000)
 
@@ -250,7 +210,7 @@ def test_select_ingest_count_below_byte_bound_not_trusted() -> None:
 
 def test_select_ingest_count_of_document_not_trusted() -> None:
     document = whole(MANUAL, tokens=50)
-    retrieved = claim(MANUAL, loader=Loader({"manual": document}))
+    retrieved = claim(MANUAL, loader=FakeLoader({"manual": document}))
 
     fit = retrieved.fit(2_000)
 
@@ -264,7 +224,7 @@ def test_select_ingest_count_of_document_not_trusted() -> None:
 
 
 def escalated_claim() -> tuple[RetrievedClaim, Fit[Chunk]]:
-    retrieved = claim([*MANUAL, *FAQ], loader=Loader({"manual": whole(MANUAL)}))
+    retrieved = claim([*MANUAL, *FAQ], loader=FakeLoader({"manual": whole(MANUAL)}))
     fit = retrieved.fit(1_000)
     assert retrieved.escalated(fit) == "manual"
     assert [p.key for p in fit.parts] == ["manual", "faq#0", "faq#1"]
@@ -311,7 +271,7 @@ def test_shrink_fallback_shrunk_below_the_document() -> None:
     # A short document (a summary) costs less than its chunks: the fallback keeps only as
     # many of them as cost less than the document did.
     summary = Chunk(id="manual", title="Manual", content=words("summary", 60))
-    retrieved = claim(MANUAL, loader=Loader({"manual": summary}))
+    retrieved = claim(MANUAL, loader=FakeLoader({"manual": summary}))
     fit = retrieved.fit(1_000)
     assert [p.key for p in fit.parts] == ["manual"]
 
@@ -378,7 +338,9 @@ def test_shrink_every_chunk_kept_covered_or_dropped(
 ) -> None:
     chunks, documents, grant, escalation = case
     tokenizer = CallableTokenizer(fake_count, name="fake-words")
-    retrieved = claim(chunks, tokenizer=tokenizer, loader=Loader(documents), escalation=escalation)
+    retrieved = claim(
+        chunks, tokenizer=tokenizer, loader=FakeLoader(documents), escalation=escalation
+    )
 
     first = retrieved.fit(grant)
     event(f"escalated: {retrieved.escalated(first) is not None}")

@@ -17,9 +17,7 @@ from pydantic import ValidationError
 
 import ctxbudget._sources.dedup
 from ctxbudget import (
-    Allocation,
     Assembled,
-    Budget,
     Chunk,
     ContextAssembler,
     Dropped,
@@ -27,14 +25,8 @@ from ctxbudget import (
     TiktokenTokenizer,
 )
 from ctxbudget._sources.dedup import Dedup, Deduplicator, cosine, jaccard, shingles
+from tests.factories import budget_for
 
-BUDGET = Budget(
-    total=100_000,
-    allocations=(
-        Allocation("question", max=200, priority=0),
-        Allocation("retrieved", priority=1),
-    ),
-)
 OFF = Dedup(jaccard=None, containment=None, cosine=None)
 
 
@@ -49,18 +41,9 @@ def chunk(id: str, content: str, *, score: float | None = None, **fields: object
 def assembler(
     o200k: TiktokenTokenizer, *, dedup: Dedup | None = None, retrieved_max: int | None = None
 ) -> ContextAssembler:
-    budget = BUDGET
-    if retrieved_max is not None:
-        budget = Budget(
-            total=100_000,
-            allocations=(
-                Allocation("question", max=200, priority=0),
-                Allocation("retrieved", max=retrieved_max, priority=1),
-            ),
-        )
     return ContextAssembler(
         tokenizer=o200k,
-        budget=budget,
+        budget=budget_for("retrieved", retrieved_max, total=100_000),
         sources=SourceOptions(dedup=Dedup() if dedup is None else dedup),
     )
 

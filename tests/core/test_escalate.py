@@ -36,65 +36,7 @@ from ctxbudget._sources.escalate import (
 )
 from ctxbudget._sources.permit import AccessPolicy
 from tests.conftest import fake_count
-
-
-class FakeLoader:
-    """Serves documents from a dict and records every load."""
-
-    def __init__(self, documents: dict[str, Any]) -> None:
-        self.documents = documents
-        self.calls: list[str] = []
-
-    def load(self, document_id: str) -> Chunk | None:
-        self.calls.append(document_id)
-        return self.documents.get(document_id)
-
-
-def text(prefix: str, n: int) -> str:
-    return " ".join(f"{prefix}w{j}" for j in range(n))
-
-
-def parts(document_id: str, n: int, *, score: float = 0.9, **acl: Any) -> list[Chunk]:
-    """`n` chunks of one document, best first."""
-    return [
-        Chunk(
-            id=f"{document_id}#{i}",
-            document_id=document_id,
-            title=document_id.title(),
-            content=text(f"{document_id}{i}", 40),
-            ordinal=i,
-            score=score - i / 100,
-            **acl,
-        )
-        for i in range(n)
-    ]
-
-
-def whole(chunks: list[Chunk], *, extra_words: int = 20, **fields: Any) -> Chunk:
-    """The document the chunks were cut from: an introduction, then every chunk's text."""
-    first = chunks[0]
-    body = "\n\n".join(
-        [text(f"{first.document_id}intro", extra_words), *(c.content for c in chunks)]
-    )
-    data: dict[str, Any] = {
-        "id": first.document_id,
-        "title": first.title,
-        "content": body,
-        "tenant": first.tenant,
-        "groups": first.groups,
-    }
-    data.update(fields)
-    return Chunk(**data)
-
-
-def budget(retrieved_max: int | None = 1_000, *, total: int = 20_000) -> Budget:
-    return Budget(
-        total=total,
-        allocations=(
-            Allocation("question", max=200, priority=0),
-            Allocation("retrieved", max=retrieved_max, priority=1),
-        ),
-    )
+from tests.factories import FakeLoader, budget_for, parts, whole, words
 
 
 def assembler(
@@ -106,7 +48,7 @@ def assembler(
 ) -> ContextAssembler:
     return ContextAssembler(
         tokenizer=o200k,
-        budget=budget(retrieved_max),
+        budget=budget_for("retrieved", retrieved_max),
         sources=SourceOptions(loader=loader, **options),
     )
 
@@ -142,7 +84,7 @@ def test_escalate_document_replaces_its_chunks(o200k: TiktokenTokenizer) -> None
 
     assert not {"manual#0", "manual#1", "manual#2"} & set(source_ids(result))
     assert result.text.count(MANUAL[0].content) == 1
-    assert text("manualintro", 20) in result.text
+    assert words("manualintro", 20) in result.text
 
 
 def test_escalate_keeps_other_documents_chunks(o200k: TiktokenTokenizer) -> None:
@@ -175,7 +117,7 @@ def test_escalate_document_numbered_like_any_source(o200k: TiktokenTokenizer) ->
         (2, "faq#0"),
         (3, "faq#1"),
     ]
-    assert "[1] Manual\n" + text("manualintro", 20) in result.text
+    assert "[1] Manual\n" + words("manualintro", 20) in result.text
 
 
 def test_escalate_document_stands_at_its_best_chunks_rank(o200k: TiktokenTokenizer) -> None:
@@ -217,13 +159,13 @@ def test_escalate_counts_selected_not_retrieved_chunks(o200k: TiktokenTokenizer)
 
 
 def test_escalate_document_over_share_not_escalated(o200k: TiktokenTokenizer) -> None:
-    loader = FakeLoader({"manual": whole(MANUAL, extra_words=600)})
+    loader = FakeLoader({"manual": whole(MANUAL, intro=600)})
 
     result = assembler(o200k, loader).assemble(question="Q?", chunks=[*MANUAL, *FAQ])
 
     assert result.report.escalated is None
     assert sorted(source_ids(result)) == ["faq#0", "faq#1", "manual#0", "manual#1", "manual#2"]
-    assert text("manualintro", 20) not in result.text
+    assert words("manualintro", 20) not in result.text
 
 
 @pytest.fixture(scope="module")
@@ -347,7 +289,7 @@ def test_escalate_most_hit_document_tried_first(o200k: TiktokenTokenizer) -> Non
 
 def test_escalate_next_document_tried_when_first_does_not_fit(o200k: TiktokenTokenizer) -> None:
     guide = parts("guide", 4, score=0.8)
-    loader = FakeLoader({"manual": whole(MANUAL), "guide": whole(guide, extra_words=1_500)})
+    loader = FakeLoader({"manual": whole(MANUAL), "guide": whole(guide, intro=1_500)})
 
     result = assembler(o200k, loader, retrieved_max=2_000).assemble(
         question="Q?", chunks=[*MANUAL, *guide]
@@ -392,7 +334,7 @@ def test_escalate_loader_called_once_per_document_per_assemble(
         return real_fit(self, grant)
 
     monkeypatch.setattr(RetrievedClaim, "fit", counting_fit)
-    filler = [Chunk(id=f"filler{i}", content=text(f"filler{i}", 60), score=0.1) for i in range(10)]
+    filler = [Chunk(id=f"filler{i}", content=words(f"filler{i}", 60), score=0.1) for i in range(10)]
     squeezing = Budget(
         total=1_400,
         allocations=(
@@ -407,7 +349,7 @@ def test_escalate_loader_called_once_per_document_per_assemble(
     )
 
     result = assembler.assemble(
-        system=text("system", 150), question="Q?", chunks=[*MANUAL, *filler]
+        system=words("system", 150), question="Q?", chunks=[*MANUAL, *filler]
     )
 
     assert len(fits) >= 2
@@ -433,7 +375,7 @@ def test_escalate_document_counts_against_budget(
 ) -> None:
     grant = math.ceil(document_cost / 0.7)
     big_faq = [
-        Chunk(id=f"faq#{i}", document_id="faq", content=text(f"faq{i}", 20), score=0.5 - i / 100)
+        Chunk(id=f"faq#{i}", document_id="faq", content=words(f"faq{i}", 20), score=0.5 - i / 100)
         for i in range(4)
     ]
     loader = FakeLoader({"manual": whole(MANUAL)})
@@ -476,7 +418,7 @@ def test_escalate_document_of_other_tenant_not_escalated(o200k: TiktokenTokenize
         Dropped(claimant="retrieved", kind="document", id="manual", reason="forbidden")
         in result.report.dropped
     )
-    assert text("manualintro", 20) not in result.text
+    assert words("manualintro", 20) not in result.text
 
 
 def test_escalate_document_without_acl_when_chunks_had_one_not_escalated(
@@ -588,7 +530,7 @@ def sections(chunks: list[Chunk], *, intro: int = 20, **acl: Any) -> list[Chunk]
         id=f"{first.document_id}#intro",
         document_id=first.document_id,
         title=first.title,
-        content=text(f"{first.document_id}intro", intro),
+        content=words(f"{first.document_id}intro", intro),
         tenant=first.tenant,
         groups=first.groups,
     )
@@ -602,7 +544,7 @@ def test_escalate_sections_sent_joined_in_order(o200k: TiktokenTokenizer) -> Non
 
     assert result.report.escalated == "manual"
     (document,) = [s for s in result.sources if s.document]
-    expected = "\n\n".join([text("manualintro", 20), *(c.content for c in MANUAL)])
+    expected = "\n\n".join([words("manualintro", 20), *(c.content for c in MANUAL)])
     assert document.chunk.content == expected
     assert f"[1] Manual\n{expected}" in result.text
     assert document.covers == ("manual#0", "manual#1", "manual#2")
@@ -676,7 +618,7 @@ def test_escalate_section_not_retrieved_and_forbidden_withholds_document(
     assert result.report.dropped == (
         Dropped(claimant="retrieved", kind="document", id="manual", reason="forbidden"),
     )
-    assert text("manualintro", 20) not in result.text
+    assert words("manualintro", 20) not in result.text
 
 
 def test_escalate_section_without_acl_when_chunks_had_one_withholds_document(
@@ -878,11 +820,13 @@ def test_escalate_understated_document_tokens_decided_on_real_cost(
     # Issue #6: a document given as 50 tokens that really costs over 1,000 was escalated,
     # then dropped by the final count with the chunks it covered, leaving no retrieval.
     # It is counted instead, and too large to escalate.
-    document = whole(MANUAL, extra_words=150, tokens=50)
+    document = whole(MANUAL, intro=150, tokens=50)
     assert o200k.count(document.content) > 1_000
     loader = FakeLoader({"manual": document})
     tight = ContextAssembler(
-        tokenizer=o200k, budget=budget(1_000, total=1_100), sources=SourceOptions(loader=loader)
+        tokenizer=o200k,
+        budget=budget_for("retrieved", 1_000, total=1_100),
+        sources=SourceOptions(loader=loader),
     )
 
     result = tight.assemble(question="Q?", chunks=[*MANUAL, *FAQ])
@@ -896,7 +840,7 @@ def test_escalate_document_dropped_by_final_count_falls_back_to_its_chunks() -> 
     # A tokenizer whose count of the whole prompt exceeds the sum of its parts while the
     # document's introduction is in it: the estimate fits, the final count does not, and
     # the document must go. Its chunks come back rather than vanish.
-    intro = text("manualintro", 20)
+    intro = words("manualintro", 20)
 
     def surcharged(prompt: str) -> int:
         return fake_count(prompt) + (50_000 if intro in prompt and "Why?" in prompt else 0)
@@ -904,7 +848,9 @@ def test_escalate_document_dropped_by_final_count_falls_back_to_its_chunks() -> 
     tokenizer = CallableTokenizer(surcharged, name="surcharged")
     loader = FakeLoader({"manual": whole(MANUAL)})
     assembler = ContextAssembler(
-        tokenizer=tokenizer, budget=budget(1_000), sources=SourceOptions(loader=loader)
+        tokenizer=tokenizer,
+        budget=budget_for("retrieved", 1_000),
+        sources=SourceOptions(loader=loader),
     )
 
     result = assembler.assemble(question="Why?", chunks=[*MANUAL, *FAQ])

@@ -2,9 +2,9 @@
 # ruff: noqa: RUF001
 """The untrusted-data fence and the neutralising of look-alikes (core/ctxbudget/_fence.py).
 
-Safety is checked on a normalised view written here, independently of the library's
-own: NFKC, format (Cf), mark and other invisible characters removed, and every
-look-alike the tests use folded by a hand-written table. Whatever a model could read
+Safety is checked on the normalised view of tests/factories.py, written independently of
+the library's own: NFKC, format (Cf), mark and other invisible characters removed, and
+every look-alike the tests use folded by a hand-written table. Whatever a model could read
 as a frame tag, a ``[n]`` header or a chat turn must be gone from that view after
 `neutralise` (retrieved text) or `neutralise_section` (any other section).
 """
@@ -32,81 +32,20 @@ from ctxbudget._fence import (
     removable_bytes,
 )
 from ctxbudget._layout import FRAME_TAGS
-
-# --- the normalised view and the checks on it ------------------------------------------------
-
-_FOLD = str.maketrans(
-    {
-        **dict.fromkeys("\u2039\u3008\u27e8\u276e\u02c2\u2329\u300a\u1438«❬", "<"),
-        **dict.fromkeys("\u203a\u3009\u27e9\u276f\u02c3\u232a\u300b\u1433»❭", ">"),
-        **dict.fromkeys("\u3010\u27e6\u2045〔〖", "["),
-        **dict.fromkeys("\u3011\u27e7\u2046〕〗", "]"),
-        **dict.fromkeys("\u2010\u2013\u2212", "-"),
-        **dict.fromkeys("\u2215\u2044\u29f8", "/"),
-        # Lisu capitals, Latin small capitals, Armenian and Cyrillic letters
-        **dict(zip("ꓣꓰꓔꓲꓦꓓꓳꓚꓴꓟꓠꓢ", "RETIVDOCUMNS", strict=True)),
-        **dict(zip("ʀᴇᴛɪᴠᴅᴏᴄᴜᴍɴꜱ", "retivdocumns", strict=True)),
-        **dict(zip("օսոеаі", "ouneai", strict=True)),
-        "Ι": "I",  # Greek capital iota
-        "｜": "|",
-    }
+from tests.factories import (
+    DOCUMENT_TAG,
+    INST,
+    SPECIAL_TOKEN,
+    TAG_A,
+    VS17,
+    has_fence_tag,
+    has_frame_tag,
+    line_start_headers,
+    line_start_roles,
+    normalised,
+    selectors,
+    smuggled,
 )
-# Invisible default-ignorable characters: format (Cf) and mark (Mn, Me) characters,
-# variation selectors (BMP and supplementary) among them, and the Hangul fillers.
-_INVISIBLE = {"Cf", "Mn", "Me"}
-
-
-def normalised(text: str) -> str:
-    """What `text` looks like to a reader: NFKC, no invisible characters, look-alikes folded."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    visible = "".join(c for c in decomposed if unicodedata.category(c) not in _INVISIBLE)
-    return unicodedata.normalize("NFKC", visible).translate(_FOLD)
-
-
-TAG_NAMES = "|".join(
-    [r"retrieved[\W_]*documents", *(f"{n}(?![a-z0-9_])" for n in FRAME_TAGS.values())]
-)
-FENCE_TAG = re.compile(r"<[\s/\\]*retrieved[\W_]*documents", re.IGNORECASE)
-FRAME_TAG = re.compile(rf"<[\s/\\]*(?:{TAG_NAMES}|document\b)", re.IGNORECASE)
-DOCUMENT_TAG = re.compile(r"<[\s/\\]*document\b", re.IGNORECASE)
-SPECIAL_TOKEN = re.compile("<\\|[^|<>\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]{1,64}\\|>")
-INST = re.compile(r"\[[\s/\\]*INST\s*\]|<<[\s/\\]*SYS\s*>>", re.IGNORECASE)
-LINE_START_HEADER = re.compile(r"[\s>#*_~]*\[\s*\d+\s*\]")
-LINE_START_ROLE = re.compile(
-    r"[\s>#*_~]*(?:human|user|assistant|system|ai|model|developer|bot|tool)[\s*_~]*:",
-    re.IGNORECASE,
-)
-
-
-def has_fence_tag(text: str) -> bool:
-    return FENCE_TAG.search(normalised(text)) is not None
-
-
-def has_frame_tag(text: str) -> bool:
-    return FRAME_TAG.search(normalised(text)) is not None
-
-
-def line_start_headers(text: str) -> list[str]:
-    return [line for line in normalised(text).splitlines() if LINE_START_HEADER.match(line)]
-
-
-def line_start_roles(text: str) -> list[str]:
-    return [line for line in normalised(text).splitlines() if LINE_START_ROLE.match(line)]
-
-
-TAG_A = "\U000e0041"  # Unicode tag character LATIN CAPITAL LETTER A: invisible ("ASCII smuggling")
-VS17 = "\U000e0100"  # VARIATION SELECTOR-17, the first supplementary variation selector
-
-
-def smuggled(text: str) -> str:
-    """`text` spelled in invisible Unicode tag characters."""
-    return "".join(chr(0xE0000 + ord(c)) for c in text)
-
-
-def selectors(data: bytes) -> str:
-    """`data` as variation selectors, one per byte (the "emoji smuggling" encoding)."""
-    return "".join(chr(0xFE00 + b) if b < 16 else chr(0xE0100 + b - 16) for b in data)
-
 
 # --- clean text -----------------------------------------------------------------------------
 

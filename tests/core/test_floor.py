@@ -6,22 +6,15 @@ import pytest
 from pydantic import ValidationError
 
 from ctxbudget import (
-    Allocation,
-    Budget,
     Chunk,
     ContextAssembler,
     Dropped,
     SourceOptions,
     TiktokenTokenizer,
 )
+from tests.factories import budget_for
 
-BUDGET = Budget(
-    total=8_000,
-    allocations=(
-        Allocation("question", max=200, priority=0),
-        Allocation("retrieved", max=6_000, priority=1),
-    ),
-)
+BUDGET = budget_for("retrieved", 6_000)
 
 
 def chunk(id: str, *, score: float | None = None, rerank_score: float | None = None) -> Chunk:

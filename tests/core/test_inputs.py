@@ -21,12 +21,9 @@ from pydantic import BaseModel, ValidationError
 
 from ctxbudget import Chunk, Principal, Tool, Turn
 from ctxbudget._inputs import check_text
+from tests.factories import chunk
 
 SURROGATE_MESSAGE = r"\n\s+Value error, contains a lone surrogate U\+D800 at index 2"
-
-
-def chunk(**fields: Any) -> Chunk:
-    return Chunk(**{"id": "c1", "content": "Refunds take 14 days.", **fields})
 
 
 # --- immutability -------------------------------------------------------------------------

@@ -7,8 +7,9 @@ import json
 import pytest
 from pydantic import TypeAdapter
 
-from ctxbudget import Allocation, Budget, ContextAssembler, InputError, Tool, get_tokenizer
+from ctxbudget import ContextAssembler, InputError, Tool, get_tokenizer
 from ctxbudget._tools import tool_schema
+from tests.factories import budget_for
 
 TOOLS = [
     Tool(
@@ -22,13 +23,7 @@ TOOLS = [
 
 
 def native(tools_max: int | None = None, total: int = 5_000) -> ContextAssembler:
-    budget = Budget(
-        total=total,
-        allocations=[
-            Allocation("question", priority=0),
-            Allocation("tools", max=tools_max, priority=1),
-        ],
-    )
+    budget = budget_for("tools", tools_max, total=total)
     return ContextAssembler(tokenizer="o200k_base", budget=budget, native_tools=True)
 
 

@@ -6,8 +6,6 @@ import pytest
 from pydantic import ValidationError
 
 from ctxbudget import (
-    Allocation,
-    Budget,
     Chunk,
     ContextAssembler,
     Dropped,
@@ -16,16 +14,11 @@ from ctxbudget import (
     TiktokenTokenizer,
 )
 from ctxbudget._sources.permit import AccessPolicy, permit, permitted
+from tests.factories import budget_for
 
 OPEN = AccessPolicy()
 
-BUDGET = Budget(
-    total=8_000,
-    allocations=(
-        Allocation("question", max=200, priority=0),
-        Allocation("retrieved", max=6_000, priority=1),
-    ),
-)
+BUDGET = budget_for("retrieved", 6_000)
 
 
 def chunk(

@@ -15,6 +15,7 @@ import pytest
 
 from ctxbudget import Budget, Chunk, ContextAssembler, Principal, SourceOptions, TiktokenTokenizer
 from ctxbudget._sources.render import RenderOptions, header, render_source
+from tests.factories import chunk
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 YEAR = timedelta(days=365)
@@ -64,10 +65,6 @@ LEAKY_VALUES = (
     "secret_field",
     "META-VALUE",
 )
-
-
-def chunk(**fields: Any) -> Chunk:
-    return Chunk(**{"id": "c1", "content": "Some content.", **fields})
 
 
 def assembler(

@@ -45,6 +45,7 @@ from ctxbudget._history import gap_marker
 from ctxbudget._inputs import Role
 from ctxbudget._result import CONVERSATION_START
 from tests.conftest import fake_count
+from tests.factories import chunks
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 SYSTEM = "Answer from the sources."
@@ -508,13 +509,6 @@ def test_report_describes_every_drop_reason() -> None:
     description = Dropped.model_fields["reason"].description or ""
     reasons = get_args(Dropped.model_fields["reason"].annotation)
     assert [r for r in reasons if f"{r} (" not in description] == []
-
-
-def chunks(n: int, words: int = 40) -> list[Chunk]:
-    return [
-        Chunk(id=f"c{i}", content=" ".join(f"w{i}x{j}" for j in range(words)), score=1 - i / 100)
-        for i in range(n)
-    ]
 
 
 def test_report_grants_can_sum_past_the_budget() -> None:

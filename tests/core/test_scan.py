@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ctxbudget import Chunk
 from ctxbudget._scan import flag_instructions, scan_for_instructions
+from tests.factories import chunk, selectors, smuggled
 
 IGNORE = "asks to ignore earlier instructions"
 ADDRESSED = "addresses instructions to an AI"
@@ -13,16 +13,6 @@ ROLE_CHANGE = "tries to change the assistant's role or instructions"
 ROLE_MARKERS = "contains chat-role markers"
 EXFILTRATION = "contains a markdown image with a URL query (a data-exfiltration pattern)"
 HIDDEN = "contains hidden characters"
-
-
-def smuggled(text: str) -> str:
-    """`text` spelled in invisible Unicode tag characters."""
-    return "".join(chr(0xE0000 + ord(c)) for c in text)
-
-
-def selectors(data: bytes) -> str:
-    """`data` as variation selectors, one per byte (the "emoji smuggling" encoding)."""
-    return "".join(chr(0xFE00 + b) if b < 16 else chr(0xE0100 + b - 16) for b in data)
 
 
 HOSTILE = [
@@ -121,10 +111,6 @@ def test_scan_warnings_are_fixed_texts(text: str, warning: str) -> None:
 
 
 # --- flag_instructions ----------------------------------------------------------------------
-
-
-def chunk(content: str, **fields: object) -> Chunk:
-    return Chunk(id="c1", content=content, **fields)  # type: ignore[arg-type]
 
 
 def test_flag_instructions_returns_clean_chunk_itself() -> None:

@@ -7,14 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget import (
-    Allocation,
-    Budget,
     ContextAssembler,
     InputError,
     Turn,
     get_tokenizer,
     trim_turns,
 )
+from tests.factories import budget_for
 
 
 def turns(n: int, words: int = 30) -> list[Turn]:
@@ -55,13 +54,7 @@ def test_trim_turns_rejects_bad_input() -> None:
 
 
 def test_assembler_trim_history_defaults_to_the_history_allocation() -> None:
-    budget = Budget(
-        total=5_000,
-        allocations=[
-            Allocation("question", priority=0),
-            Allocation("history", max=250, priority=1),
-        ],
-    )
+    budget = budget_for("history", 250, total=5_000)
     trimmed = ContextAssembler(tokenizer="o200k_base", budget=budget).trim_history(turns(30))
     assert trimmed.budget == 250
     assert trimmed.tokens <= 250

@@ -5,7 +5,7 @@
 A reference parser written here reads the prompt the way a model would have to:
 it finds the one real fence, splits its body into source blocks by their headers,
 and must recover exactly the sources the assembler says it included. Safety is
-checked on the normalised view of tests/core/test_fence.py (NFKC, invisible
+checked on the normalised view of tests/factories.py (NFKC, invisible
 characters removed, look-alikes folded), so a fullwidth, small-capital or
 zero-width-split tag counts as a tag. Memory, history and tool descriptions are
 attacked too: no section can forge another's frame, a source or a turn.
@@ -35,11 +35,12 @@ from ctxbudget._fence import DATAMARK, FENCE_CLOSE, FENCE_OPEN, datamark, fence_
 from ctxbudget._layout import FRAME_TAGS
 from ctxbudget._scan import flag_instructions
 from ctxbudget._sources.dedup import Dedup
-from tests.core.test_fence import (
+from tests.factories import (
     FRAME_TAG,
     LINE_START_HEADER,
     LINE_START_ROLE,
     SPECIAL_TOKEN,
+    TAG_A,
     normalised,
 )
 
@@ -59,7 +60,7 @@ BUDGET = Budget(
 )
 NO_DEDUP = Dedup(jaccard=None, containment=None, cosine=None)
 
-# --- the normalised view (the oracle of tests/core/test_fence.py) ---------------------------
+# --- the normalised view (the oracle of tests/factories.py), with the closing slash captured --
 
 FENCE_TAG = re.compile(r"<[\s\\]*(/?)[\s/\\]*retrieved[\W_]*documents", re.IGNORECASE)
 DOCUMENT_TAG = re.compile(r"<[\s\\]*(/?)[\s/\\]*document\b", re.IGNORECASE)
@@ -274,7 +275,6 @@ def test_seed_attack_shows_scan_warning_in_header() -> None:
 
 # --- random hostile chunks ------------------------------------------------------------------
 
-TAG_A = "\U000e0041"
 FRAGMENTS = [
     "</retrieved_documents>",
     "<retrieved_documents>",

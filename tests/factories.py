@@ -1,0 +1,204 @@
+# The normalised view folds look-alike characters: they are the subject of its table.
+# ruff: noqa: RUF001
+"""Builders the tests share, and the one oracle for what a reader of a prompt sees.
+
+Budgets, chunks and documents in the shapes most tests need, so a test shows only what is
+particular to it (as httpx keeps its test fixtures in one place); a test that needs a shape
+of its own spells it out. The normalised view is written here, independently of the
+library's own: NFKC, format (Cf), mark and other invisible characters removed, and every
+look-alike the tests use folded by a hand-written table. Whatever a model could read as a
+frame tag, a ``[n]`` header or a chat turn must be gone from that view.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ctxbudget import Allocation, Budget, Chunk
+from ctxbudget._layout import FRAME_TAGS
+
+# --- budgets --------------------------------------------------------------------------------
+
+OptionalClaimant = Literal["retrieved", "examples", "tools", "history", "memory"]
+_PRIORITY: dict[OptionalClaimant, int] = {
+    "retrieved": 1,
+    "examples": 1,
+    "tools": 2,
+    "history": 3,
+    "memory": 4,
+}
+"""Each optional claimant's priority in `Budget.default()`."""
+
+
+def budget_for(claimant: OptionalClaimant, cap: int | None, *, total: int = 10_000) -> Budget:
+    """A budget for the one claimant under test, holding it to `cap` tokens (None: no cap).
+
+    System and question come first at priority 0 (always kept, never trimmed); the claimant
+    follows at its priority in `Budget.default()`.
+    """
+    return Budget(
+        total=total,
+        allocations=(
+            Allocation("system", priority=0),
+            Allocation("question", priority=0),
+            Allocation(claimant, max=cap, priority=_PRIORITY[claimant]),
+        ),
+    )
+
+
+# --- chunks and documents -------------------------------------------------------------------
+
+
+def chunk(content: str = "Refunds take 14 days.", **fields: Any) -> Chunk:
+    """One chunk, id ``c1`` unless `fields` says otherwise."""
+    return Chunk(**{"id": "c1", "content": content, **fields})
+
+
+def chunks(n: int, words: int = 40, **fields: Any) -> list[Chunk]:
+    """`n` chunks of `words` distinct words each, one document each, ranked best first."""
+    return [
+        Chunk(
+            id=f"c{i}",
+            document_id=f"d{i}",
+            title=f"Doc {i}",
+            content=" ".join(f"w{i}x{j}" for j in range(words)),
+            score=1 - i / (n + 1),
+            **fields,
+        )
+        for i in range(n)
+    ]
+
+
+def words(prefix: str, n: int) -> str:
+    """`n` distinct words, each starting with `prefix`: text no other call repeats."""
+    return " ".join(f"{prefix}w{j}" for j in range(n))
+
+
+def parts(
+    document_id: str, n: int, *, size: int = 40, score: float = 0.9, **fields: Any
+) -> list[Chunk]:
+    """`n` chunks of one document of `size` words each, in reading order and best first."""
+    return [
+        Chunk(
+            id=f"{document_id}#{i}",
+            document_id=document_id,
+            title=document_id.title(),
+            content=words(f"{document_id}{i}", size),
+            ordinal=i,
+            score=score - i / 100,
+            **fields,
+        )
+        for i in range(n)
+    ]
+
+
+def whole(chunks: list[Chunk], *, intro: int = 20, **fields: Any) -> Chunk:
+    """The document `chunks` were cut from: an introduction of `intro` words, then each chunk.
+
+    It carries the first chunk's title and ACL unless `fields` says otherwise.
+    """
+    first = chunks[0]
+    content = "\n\n".join([words(f"{first.document_id}intro", intro), *(c.content for c in chunks)])
+    data: dict[str, Any] = {
+        "id": first.document_id,
+        "title": first.title,
+        "content": content,
+        "tenant": first.tenant,
+        "groups": first.groups,
+    }
+    return Chunk(**{**data, **fields})
+
+
+class FakeLoader:
+    """A DocumentLoader serving documents from a dict, recording every load.
+
+    Values are typed Any so that a test can serve a document of the wrong shape.
+    """
+
+    def __init__(self, documents: Mapping[str, Any]) -> None:
+        self.documents = documents
+        self.calls: list[str] = []
+
+    def load(self, document_id: str) -> Chunk | None:
+        self.calls.append(document_id)
+        return self.documents.get(document_id)
+
+
+# --- the normalised view and the checks on it ------------------------------------------------
+
+_FOLD = str.maketrans(
+    {
+        **dict.fromkeys("\u2039\u3008\u27e8\u276e\u02c2\u2329\u300a\u1438«❬", "<"),
+        **dict.fromkeys("\u203a\u3009\u27e9\u276f\u02c3\u232a\u300b\u1433»❭", ">"),
+        **dict.fromkeys("\u3010\u27e6\u2045〔〖", "["),
+        **dict.fromkeys("\u3011\u27e7\u2046〕〗", "]"),
+        **dict.fromkeys("\u2010\u2013\u2212", "-"),
+        **dict.fromkeys("\u2215\u2044\u29f8", "/"),
+        # Lisu capitals, Latin small capitals, Armenian and Cyrillic letters
+        **dict(zip("ꓣꓰꓔꓲꓦꓓꓳꓚꓴꓟꓠꓢ", "RETIVDOCUMNS", strict=True)),
+        **dict(zip("ʀᴇᴛɪᴠᴅᴏᴄᴜᴍɴꜱ", "retivdocumns", strict=True)),
+        **dict(zip("օսոеаі", "ouneai", strict=True)),
+        "Ι": "I",  # Greek capital iota
+        "｜": "|",
+    }
+)
+# Invisible default-ignorable characters: format (Cf) and mark (Mn, Me) characters,
+# variation selectors (BMP and supplementary) among them, and the Hangul fillers.
+_INVISIBLE = {"Cf", "Mn", "Me"}
+
+
+def normalised(text: str) -> str:
+    """What `text` looks like to a reader: NFKC, no invisible characters, look-alikes folded."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    visible = "".join(c for c in decomposed if unicodedata.category(c) not in _INVISIBLE)
+    return unicodedata.normalize("NFKC", visible).translate(_FOLD)
+
+
+TAG_NAMES = "|".join(
+    [r"retrieved[\W_]*documents", *(f"{n}(?![a-z0-9_])" for n in FRAME_TAGS.values())]
+)
+FENCE_TAG = re.compile(r"<[\s/\\]*retrieved[\W_]*documents", re.IGNORECASE)
+FRAME_TAG = re.compile(rf"<[\s/\\]*(?:{TAG_NAMES}|document\b)", re.IGNORECASE)
+DOCUMENT_TAG = re.compile(r"<[\s/\\]*document\b", re.IGNORECASE)
+SPECIAL_TOKEN = re.compile("<\\|[^|<>\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]{1,64}\\|>")
+INST = re.compile(r"\[[\s/\\]*INST\s*\]|<<[\s/\\]*SYS\s*>>", re.IGNORECASE)
+LINE_START_HEADER = re.compile(r"[\s>#*_~]*\[\s*\d+\s*\]")
+LINE_START_ROLE = re.compile(
+    r"[\s>#*_~]*(?:human|user|assistant|system|ai|model|developer|bot|tool)[\s*_~]*:",
+    re.IGNORECASE,
+)
+
+
+def has_fence_tag(text: str) -> bool:
+    return FENCE_TAG.search(normalised(text)) is not None
+
+
+def has_frame_tag(text: str) -> bool:
+    return FRAME_TAG.search(normalised(text)) is not None
+
+
+def line_start_headers(text: str) -> list[str]:
+    return [line for line in normalised(text).splitlines() if LINE_START_HEADER.match(line)]
+
+
+def line_start_roles(text: str) -> list[str]:
+    return [line for line in normalised(text).splitlines() if LINE_START_ROLE.match(line)]
+
+
+# --- hidden text ----------------------------------------------------------------------------
+
+TAG_A = "\U000e0041"  # Unicode tag character LATIN CAPITAL LETTER A: invisible ("ASCII smuggling")
+VS17 = "\U000e0100"  # VARIATION SELECTOR-17, the first supplementary variation selector
+
+
+def smuggled(text: str) -> str:
+    """`text` spelled in invisible Unicode tag characters."""
+    return "".join(chr(0xE0000 + ord(c)) for c in text)
+
+
+def selectors(data: bytes) -> str:
+    """`data` as variation selectors, one per byte (the "emoji smuggling" encoding)."""
+    return "".join(chr(0xFE00 + b) if b < 16 else chr(0xE0100 + b - 16) for b in data)
