@@ -1,8 +1,14 @@
-"""The `ctxbudget` command (core/ctxbudget/__main__.py): demo, --version, and errors as one line."""
+"""The `ctxbudget` command as a user meets it (core/ctxbudget/__main__.py, _cli/app.py):
+--version, the default command, one-line errors with exit status 1 or 2, plain output.
+
+Each command's own behaviour is in tests/cli/.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 from importlib.metadata import version
@@ -12,32 +18,17 @@ import pytest
 
 from ctxbudget.__main__ import main
 
-FULL_TOML = """
-total = 6000
-reserve_output = 500
-
-[allocations.retrieved]
-min = 1200
-max = 3000
-priority = 1
-
-[allocations.examples]
-max = 250
-priority = 1
-
-[allocations.tools]
-max = 1200
-priority = 2
-
-[allocations.history]
-max = 1500
-priority = 3
-"""
+ESC = "\x1b"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     return subprocess.run(
-        [sys.executable, "-m", "ctxbudget", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "ctxbudget", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**environment, **env},
     )
 
 
@@ -45,6 +36,31 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     return str(path)
+
+
+def on_a_terminal(*args: str, **env: str) -> str:
+    """What the command prints when its stdout is a terminal (a pseudo-terminal here)."""
+    leader, follower = pty.openpty()
+    environment = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "ctxbudget", *args],
+        stdout=follower,
+        stderr=subprocess.DEVNULL,
+        env={**environment, "COLUMNS": "100", **env},
+    ) as process:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 65_536)
+            except OSError:  # the follower closed: the process is done
+                break
+            if not data:
+                break
+            chunks.append(data)
+        process.wait()
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8")
 
 
 # --- through a subprocess, as a user runs it ----------------------------------------------
@@ -60,13 +76,48 @@ def test_cli_version_prints_name_and_installed_version() -> None:
     )
 
 
-def test_cli_without_arguments_prints_the_demo_prompt_and_report() -> None:
+def test_cli_console_script_runs_the_same_command() -> None:
+    script = Path(sys.executable).with_name("ctxbudget")
+
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, check=True)
+
+    assert done.stdout == f"ctxbudget {version('ctxbudget')}\n"
+
+
+def test_cli_without_arguments_prints_the_demo_in_plain_text() -> None:
     done = run()
 
-    assert done.returncode == 0
-    assert done.stdout.startswith("─" * 72 + "\nPROMPT (")
-    assert "\nSOURCES\n" in done.stdout
-    assert "\nREPORT\n" in done.stdout
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.split("\n", 1)[0].strip("─") == " ctxbudget demo: preset returns "
+    assert "\n<retrieved_documents>\n" in done.stdout
+    assert ESC not in done.stdout
+
+
+def test_cli_on_a_terminal_styles_the_view() -> None:
+    assert ESC in on_a_terminal("demo", "--preset", "permissions")
+
+
+def test_cli_on_a_terminal_with_no_color_prints_plain_text() -> None:
+    out = on_a_terminal("demo", "--preset", "permissions", NO_COLOR="1")
+
+    assert "board-minutes-2026-04#warehouse-consolidation" in out
+    assert ESC not in out
+
+
+def test_cli_json_is_exactly_one_document() -> None:
+    done = run("demo", "--preset", "conflict", "--json")
+
+    data = json.loads(done.stdout)  # one document: anything after it would not parse
+    assert set(data) == {
+        "preset",
+        "question",
+        "model",
+        "principal",
+        "notes",
+        "prompt",
+        "sources",
+        "report",
+    }
 
 
 def test_cli_with_invalid_budget_file_prints_one_line_and_exits_1(tmp_path: Path) -> None:
@@ -83,6 +134,52 @@ def test_cli_with_invalid_budget_file_prints_one_line_and_exits_1(tmp_path: Path
     )
 
 
+def test_cli_unknown_option_is_a_usage_error_exit_2() -> None:
+    done = run("demo", "--colour")
+
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("ctxbudget: unrecognized arguments: --colour; see 'ctxbudget --help'\n")
+
+
+def test_cli_output_to_a_closed_pipe_stops_quietly() -> None:
+    with subprocess.Popen(
+        [sys.executable, "-m", "ctxbudget", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None
+        process.stdout.close()  # the reader is gone before the first write
+        _, err = process.communicate()
+
+    assert (process.returncode, err) == (1, b"")
+
+
+def test_cli_terminal_that_cannot_encode_the_view_says_what_to_set() -> None:
+    done = run("demo", PYTHONIOENCODING="ascii")
+
+    assert done.returncode == 1
+    assert done.stderr.startswith("ctxbudget: this terminal's encoding (ascii) cannot show ")
+    assert done.stderr.endswith("; set PYTHONIOENCODING=utf-8, or pass --json\n")
+
+
+def test_cli_json_works_in_any_encoding() -> None:
+    done = run("demo", "--json", PYTHONIOENCODING="ascii")
+
+    assert json.loads(done.stdout)["preset"] == "returns"
+
+
+def test_cli_import_loads_neither_rich_nor_the_retriever() -> None:
+    code = (
+        "import sys, ctxbudget.__main__\n"
+        "print(sorted(m for m in ('rich', 'bm25s', 'numpy', 'markdown_it') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+
+    assert out == "[]\n"
+
+
 # --- through main(), in process -----------------------------------------------------------
 
 
@@ -91,47 +188,53 @@ def test_main_version_returns_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == f"ctxbudget {version('ctxbudget')}\n"
 
 
-def test_main_without_arguments_prints_prompt_sources_and_report(
+def test_main_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+
+    out = capsys.readouterr().out
+    assert all(f"\n    {name} " in out for name in ("demo", "inspect", "count"))
+    assert "Exit status: 0 done, 1 a failure" in out
+
+
+def test_main_options_without_a_command_go_to_the_demo(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main([]) == 0
-
-    prompt, rest = capsys.readouterr().out.split("\nSOURCES\n")
-    sources, report = rest.split("\nREPORT\n")
-    assert "\nPROMPT (" in prompt
-    assert "\n[1] returns-global-1  (document returns-policy)\n" in sources
-    assert json.loads(report.split("\n", 1)[1])["budget"] == 5_500
+    assert main(["--preset", "conflict", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["preset"] == "conflict"
 
 
-def test_main_json_prints_the_report_only(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--json"]) == 0
+def test_main_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err == (
+        "ctxbudget: argument COMMAND: invalid choice: 'serve' "
+        "(choose from 'demo', 'inspect', 'count'); see 'ctxbudget --help'\n"
+    )
 
-    report = json.loads(capsys.readouterr().out)
-    assert report["budget"] == 5_500
+
+def test_main_bad_option_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--total", "lots"]) == 2
+    assert capsys.readouterr().err == (
+        "ctxbudget: argument --total: expected a whole number, got 'lots'; "
+        "see 'ctxbudget demo --help'\n"
+    )
 
 
-def test_main_with_budget_file_assembles_under_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = write(tmp_path, "budget.toml", FULL_TOML)
-
-    assert main(["--budget", path, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["sizes"]["examples"] > 0
+def test_main_total_of_zero_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--total", "0"]) == 2
+    assert "argument --total: must be more than 0, got 0;" in capsys.readouterr().err
 
 
 def test_main_with_budget_file_missing_tables_names_them_in_toml(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write(
-        tmp_path,
-        "budget.toml",
-        FULL_TOML.replace("[allocations.tools]\nmax = 1200\npriority = 2\n", ""),
-    )
+    path = write(tmp_path, "budget.toml", "total = 6000\n[allocations.retrieved]\npriority = 1\n")
 
     assert main(["--budget", path]) == 1
     assert capsys.readouterr().err == (
-        f"ctxbudget: {path}: tools is sent but has no allocation; add an [allocations.tools] "
-        "table (for example with max = 1200, priority = 2)\n"
+        f"ctxbudget: {path}: examples, tools and history are sent but have no allocation; add "
+        "an [allocations.examples] table (for example with min = 250, max = 250, priority = 1); "
+        "an [allocations.tools] table (for example with max = 1200, priority = 2); "
+        "an [allocations.history] table (for example with max = 1500, priority = 3)\n"
     )
 
 
@@ -150,28 +253,100 @@ def test_main_with_json_budget_file_error_uses_json_syntax(
 def test_main_with_missing_budget_file_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["--budget", str(tmp_path / "nope.toml")]) == 1
-    assert capsys.readouterr().err.startswith("ctxbudget: [Errno 2] No such file or directory")
+    path = tmp_path / "nope.toml"
+
+    assert main(["--budget", str(path)]) == 1
+    assert capsys.readouterr().err == f"ctxbudget: budget file {path} does not exist\n"
+
+
+def test_main_with_budget_directory_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--budget", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"ctxbudget: budget file {tmp_path} is a directory; give a file\n"
+    )
 
 
 def test_main_with_total_below_reserve_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--total", "400"]) == 1
     assert capsys.readouterr().err == (
-        "ctxbudget: reserve_output (500) must be less than total (400); "
+        "ctxbudget: --total 400: reserve_output (500) must be less than total (400); "
         "nothing would be left for the prompt\n"
     )
 
 
-def test_main_with_total_override_uses_it(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--total", "8000", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["budget"] == 7_500
-
-
-def test_main_with_model_name_in_any_case_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--model", "GPT-4o", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["total"] > 0
-
-
 def test_main_with_unknown_model_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--model", "llama-3"]) == 1
-    assert capsys.readouterr().err.startswith("ctxbudget: no known tokenizer for model 'llama-3'. ")
+
+    err = capsys.readouterr().err
+    assert err.startswith("ctxbudget: no known tokenizer for model 'llama-3'. ")
+    assert "CallableTokenizer(fn, name=...)" in err
+    assert err.count("\n") == 1
+
+
+def test_main_unreadable_file_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, "a.txt", "text")
+
+    def refuse(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+
+    assert main(["count", path]) == 1
+    assert capsys.readouterr().err == f"ctxbudget: cannot read file {path}: Permission denied\n"
+
+
+def test_main_os_error_while_running_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args: object, **kwargs: object) -> object:
+        raise OSError(28, "No space left on device", "/tmp/out")
+
+    monkeypatch.setattr("ctxbudget._cli.outcome.print_json", fail)
+
+    assert main(["--json"]) == 1
+    assert capsys.readouterr().err == "ctxbudget: cannot read /tmp/out: No space left on device\n"
+
+
+def test_main_interrupted_returns_130(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupt(*args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("ctxbudget._cli.outcome.print_json", interrupt)
+
+    assert main(["--json"]) == 130
+    assert capsys.readouterr().err == ""
+
+
+def test_main_without_rich_points_to_the_extra(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ctxbudget._cli.terminal", None)  # import fails
+
+    assert main(["demo"]) == 1
+    assert capsys.readouterr().err == (
+        "ctxbudget: the terminal view needs ctxbudget._cli.terminal: pip install "
+        "'ctxbudget[cli]' (or pass --json)\n"
+    )
+
+
+def test_main_demo_without_the_retriever_points_to_the_extra(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxbudget import _demo
+
+    monkeypatch.setattr(_demo, "handbook", _missing_bm25s)
+
+    assert main(["--json"]) == 1
+    assert capsys.readouterr().err == (
+        "ctxbudget: ctxbudget demo needs bm25s: pip install 'ctxbudget[cli]'\n"
+    )
+
+
+def _missing_bm25s(*args: object) -> object:
+    raise ModuleNotFoundError("No module named 'bm25s'", name="bm25s")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -34,9 +34,11 @@ __all__ = [
     "SYSTEM",
     "TENANT",
     "TOOLS",
+    "Document",
     "Handbook",
     "Preset",
     "Section",
+    "corpus",
     "handbook",
     "split_markdown",
 ]
@@ -209,24 +211,31 @@ def _slug(heading: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Document:
+class Document:
+    """One markdown document: its id, its front matter and its sections."""
+
     id: str
     meta: dict[str, Any]
     sections: tuple[Section, ...]
 
+    @classmethod
+    def parse(cls, document_id: str, text: str) -> Document:
+        meta, sections = split_markdown(text)
+        return cls(document_id, meta, tuple(sections))
+
 
 @functools.cache
-def _documents() -> tuple[_Document, ...]:
+def corpus() -> tuple[Document, ...]:
+    """The sample handbook: every ``_corpus/*.md`` of the package, by file name."""
     folder = resources.files("ctxbudget").joinpath("_corpus")
-    documents = []
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".md"):
-            meta, sections = split_markdown(entry.read_text(encoding="utf-8"))
-            documents.append(_Document(entry.name.removesuffix(".md"), meta, tuple(sections)))
-    return tuple(documents)
+    return tuple(
+        Document.parse(entry.name.removesuffix(".md"), entry.read_text(encoding="utf-8"))
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".md")
+    )
 
 
-def _fields(document: _Document) -> dict[str, Any]:
+def _fields(document: Document) -> dict[str, Any]:
     """Chunk fields every section of `document` shares: title, dates, source, ACL."""
     meta = document.meta
     groups = meta.get("groups")
@@ -251,12 +260,12 @@ class Handbook:
     adds a parse warning to text that looks like orders to a model.
     """
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer, documents: Sequence[Document]) -> None:
         import bm25s  # type: ignore[import-untyped]
         import snowballstemmer  # type: ignore[import-untyped]
 
-        self.chunks: tuple[Chunk, ...] = tuple(self._ingest(tokenizer))
-        self._sections = {d.id: self._whole(d) for d in _documents()}
+        self.chunks: tuple[Chunk, ...] = tuple(self._ingest(tokenizer, documents))
+        self._sections = {d.id: self._whole(d) for d in documents}
         stemmer = snowballstemmer.stemmer("english")
         self._tokenize = functools.partial(
             bm25s.tokenize, stopwords="en", stemmer=stemmer, show_progress=False
@@ -267,8 +276,8 @@ class Handbook:
         )
 
     @staticmethod
-    def _ingest(tokenizer: Tokenizer) -> Iterator[Chunk]:
-        for document in _documents():
+    def _ingest(tokenizer: Tokenizer, documents: Sequence[Document]) -> Iterator[Chunk]:
+        for document in documents:
             fields = _fields(document)
             seen: set[str] = set()
             for ordinal, section in enumerate(document.sections):
@@ -316,7 +325,7 @@ class Handbook:
         return None if sections is None else list(sections)
 
     @staticmethod
-    def _whole(document: _Document) -> tuple[Chunk, ...]:
+    def _whole(document: Document) -> tuple[Chunk, ...]:
         """The sections a document is read whole from, scanned at ingest like its chunks.
 
         A section keeps its heading line, because a document read whole needs them (a
@@ -346,5 +355,5 @@ def _searchable(chunk: Chunk) -> str:
 
 @functools.cache
 def handbook(tokenizer: Tokenizer) -> Handbook:
-    """The handbook ingested with `tokenizer`, built once per tokenizer."""
-    return Handbook(tokenizer)
+    """The sample handbook ingested with `tokenizer`, built once per tokenizer."""
+    return Handbook(tokenizer, corpus())

@@ -41,7 +41,12 @@ def read_jsonl(path: str, model: type[M]) -> list[M]:
 
 def _first_problem(error: ValidationError, model: type[BaseModel]) -> str:
     """The first problem pydantic found, as "field: what is wrong" (and how many more)."""
-    problems = error.errors(include_url=False, include_input=False)
+    # A field whose default is computed from others adds an error of its own when they fail.
+    problems = [
+        problem
+        for problem in error.errors(include_url=False, include_input=False)
+        if problem["type"] != "default_factory_not_called"
+    ]
     first = problems[0]
     message = first["msg"].removeprefix(_VALUE_ERROR)
     if first["type"] == "json_invalid":

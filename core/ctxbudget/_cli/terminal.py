@@ -35,6 +35,9 @@ REASONS: Final = {
 _BAR = 20
 """Width of a budget bar, in characters."""
 
+_PIPE_WIDTH = 100
+"""Line width when stdout is not a terminal: ids and notes fit without folding."""
+
 
 def plain() -> bool:
     """Whether to print without styles: stdout is not a terminal, or NO_COLOR is set."""
@@ -46,7 +49,12 @@ def console() -> Console:
     if plain():
         # No colour system at all: rich then writes no escape code, not even bold.
         return Console(
-            file=sys.stdout, color_system=None, force_terminal=False, highlight=False, emoji=False
+            file=sys.stdout,
+            color_system=None,
+            force_terminal=False,
+            highlight=False,
+            emoji=False,
+            width=None if sys.stdout.isatty() else _PIPE_WIDTH,
         )
     return Console(file=sys.stdout, highlight=False, emoji=False)
 
