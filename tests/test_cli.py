@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ctxbudget import Chunk, Turn
 from ctxbudget.__main__ import main
 
 ESC = "\x1b"
@@ -166,6 +167,24 @@ def test_cli_json_works_in_any_encoding() -> None:
     done = run("demo", "--json", PYTHONIOENCODING="ascii")
 
     assert json.loads(done.stdout)["preset"] == "returns"
+
+
+def test_cli_keeps_library_warnings_off_stderr(tmp_path: Path) -> None:
+    # History (priority 1) squeezes retrieval (priority 2): the library logs a WARNING.
+    chunks = [Chunk(id=f"c{i}", content=" ".join(f"w{i}x{j}" for j in range(40))) for i in range(8)]
+    turns = [Turn(role="user", content="chat " * 80) for _ in range(6)]
+    path = write(tmp_path, "chunks.jsonl", "\n".join(c.model_dump_json() for c in chunks))
+    history = write(tmp_path, "history.jsonl", "\n".join(t.model_dump_json() for t in turns))
+    budget = write(
+        tmp_path,
+        "budget.toml",
+        "total = 900\n[allocations.history]\npriority = 1\n[allocations.retrieved]\npriority = 2\n",
+    )
+
+    done = run("inspect", path, "-q", "Q?", "--history", history, "--budget", budget, "--json")
+
+    assert json.loads(done.stdout)["report"]["retrieval_trimmed"] is True
+    assert done.stderr == ""
 
 
 def test_cli_import_loads_neither_rich_nor_the_retriever() -> None:

@@ -8,6 +8,7 @@ argument), 1 when what it names is (a file, its data, a budget, a model name).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -57,6 +58,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ctxbudget`` with `argv` (default: the process's arguments); return the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
+    _quiet_library_log()
     if not args or (args[0].startswith("-") and args[0] not in _TOP_LEVEL):
         args.insert(0, DEFAULT_COMMAND)
     try:
@@ -87,6 +89,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return status
+
+
+def _quiet_library_log() -> None:
+    """Keep the library's log records (a squeezed retrieval, a volatile prefix) off stderr:
+    the view and the JSON report say the same, and stderr is for the one-line error."""
+    library = logging.getLogger("ctxbudget")
+    if not any(isinstance(h, logging.NullHandler) for h in library.handlers):
+        library.addHandler(logging.NullHandler())
 
 
 def _fail(message: str, code: int) -> int:
