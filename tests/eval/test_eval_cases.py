@@ -78,8 +78,9 @@ def test_as_cases_names_the_case_and_field(case: dict[str, Any], message: str) -
 
 
 def test_as_cases_rejects_one_case_not_in_a_list() -> None:
+    one: Any = {"question": "q", "keywords": ["k"], "gold": GOLD}
     with pytest.raises(EvalError, match="got one dict; wrap it in a list"):
-        as_cases({"question": "q", "keywords": ["k"], "gold": GOLD})  # type: ignore[arg-type]
+        as_cases(one)
 
 
 def test_as_cases_rejects_an_item_of_another_type() -> None:

@@ -78,6 +78,7 @@ def load_model(path: str, *, model_id: str | None = None) -> Model:
 
 
 def _run(args: argparse.Namespace) -> Result:
+    cases, pool = _corpus(args)
     generate: Callable[[str], str]
     if args.simulate:
         generate = simulated_generator(bias=args.bias, seed=args.seed)
@@ -85,7 +86,6 @@ def _run(args: argparse.Namespace) -> Result:
         generate = load_model(args.model, model_id=args.model_id)
     if args.cache is not None:
         generate = cached(generate, args.cache, model_id=args.model_id)
-    cases, pool = _corpus(args)
     common: dict[str, Any] = {
         "workers": args.workers,
         "progress": False if args.no_progress else None,

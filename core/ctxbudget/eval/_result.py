@@ -145,6 +145,6 @@ class Result(ABC):
         figure = Figure(figsize=(7, 4.5), layout="constrained")
         axes = figure.add_subplot()
         self._draw(axes)
-        axes.set_title(self.title)
+        axes.set_title(self.title.partition(" (")[0])
         figure.savefig(path, dpi=120)
         return Path(path)
