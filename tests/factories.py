@@ -52,9 +52,12 @@ def budget_for(claimant: OptionalClaimant, cap: int | None, *, total: int = 10_0
 # --- chunks and documents -------------------------------------------------------------------
 
 
-def chunk(content: str = "Refunds take 14 days.", **fields: Any) -> Chunk:
-    """One chunk, id ``c1`` unless `fields` says otherwise."""
-    return Chunk(**{"id": "c1", "content": content, **fields})
+def chunk(**fields: Any) -> Chunk:
+    """One chunk: id ``c1`` and a short passage unless `fields` say otherwise.
+
+    Fields are typed Any so that validation tests can pass values of the wrong type.
+    """
+    return Chunk(**{"id": "c1", "content": "Refunds take 14 days.", **fields})
 
 
 def chunks(n: int, words: int = 40, **fields: Any) -> list[Chunk]:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TypedDict, Unpack
 
 import pytest
-from hypothesis import event, find, given, target
+from hypothesis import event, example, given, target
 from hypothesis import strategies as st
 
 from ctxbudget import (
@@ -16,12 +19,14 @@ from ctxbudget import (
     Budget,
     CallableTokenizer,
     Chunk,
+    Claimant,
     ContextAssembler,
     ContextBudgetError,
     Escalation,
     InputError,
     Principal,
     SourceOptions,
+    Tokenizer,
     Tool,
     Turn,
     fence_rule,
@@ -62,8 +67,23 @@ def assembler() -> ContextAssembler:
     return ContextAssembler(tokenizer="o200k_base")
 
 
-def full(assembler: ContextAssembler, **overrides: object):  # type: ignore[no-untyped-def]
-    kwargs: dict[str, object] = {
+class Request(TypedDict, total=False):
+    """Keywords of `ContextAssembler.assemble`, so a test can build a request and override it."""
+
+    system: str | None
+    question: str
+    chunks: Sequence[Chunk]
+    history: Sequence[Turn]
+    tools: Sequence[Tool]
+    examples: str | None
+    memory: str | None
+    principal: Principal | None
+    now: datetime | None
+
+
+def full(assembler: ContextAssembler, **overrides: Unpack[Request]) -> Assembled:
+    """A request that fills every section, with `overrides` replacing its parts."""
+    request: Request = {
         "system": SYSTEM,
         "question": "What changed?",
         "chunks": chunks(4),
@@ -72,8 +92,8 @@ def full(assembler: ContextAssembler, **overrides: object):  # type: ignore[no-u
         "examples": "Q: x\nA: y [1]",
         "memory": "The user prefers short answers.",
     }
-    kwargs.update(overrides)
-    return assembler.assemble(**kwargs)  # type: ignore[arg-type]
+    request.update(overrides)
+    return assembler.assemble(**request)
 
 
 # Layout ---------------------------------------------------------------------------------
@@ -222,7 +242,7 @@ def test_one_structured_record_per_assembly(
         result = full(assembler)
     records = [r for r in caplog.records if hasattr(r, "ctxbudget")]
     assert len(records) == 1
-    payload = records[0].ctxbudget  # type: ignore[attr-defined]
+    payload = records[0].ctxbudget
     assert payload == result.report.model_dump(mode="json")
     for key in ("sizes", "total", "unused", "trimmed", "dropped", "escalated"):
         assert key in payload
@@ -234,11 +254,11 @@ def _squeezing_budget() -> Budget:
     return Budget(
         total=1_500,
         reserve_output=0,
-        allocations=[
+        allocations=(
             Allocation("system", max=1_000, priority=0),
             Allocation("question", max=100, priority=0),
             Allocation("retrieved", max=1_200, priority=1),
-        ],
+        ),
     )
 
 
@@ -308,11 +328,11 @@ def test_default_budget_keeps_retrieval_and_trims_history_under_pressure() -> No
 def test_unmet_floor_raises_with_the_numbers() -> None:
     budget = Budget(
         total=1_000,
-        allocations=[
+        allocations=(
             Allocation("system", max=900, priority=0),
             Allocation("question", max=50, priority=0),
             Allocation("retrieved", min=300, max=600, priority=1),
-        ],
+        ),
     )
     assembler = ContextAssembler(tokenizer="o200k_base", budget=budget)
     with pytest.raises(ContextBudgetError, match=r"'retrieved' needs 300 tokens but only \d+") as e:
@@ -328,7 +348,7 @@ def test_priority_zero_over_its_max_raises(assembler: ContextAssembler) -> None:
 
 
 def test_input_without_an_allocation_raises() -> None:
-    budget = Budget(total=1_000, allocations=[Allocation("question", max=100, priority=0)])
+    budget = Budget(total=1_000, allocations=(Allocation("question", max=100, priority=0),))
     assembler = ContextAssembler(tokenizer="o200k_base", budget=budget)
     with pytest.raises(InputError, match=r"tools were given but the budget has no 'tools'"):
         assembler.assemble(question="Why?", tools=tools(1))
@@ -345,10 +365,10 @@ def test_final_exact_count_drops_items_when_joins_cost_more_than_parts() -> None
 
     budget = Budget(
         total=400,
-        allocations=[
+        allocations=(
             Allocation("question", max=50, priority=0),
             Allocation("history", priority=1),
-        ],
+        ),
     )
     assembler = ContextAssembler(tokenizer=CallableTokenizer(count, name="joins"), budget=budget)
     result = assembler.assemble(question="Why?", history=turns(30, words=3))
@@ -499,7 +519,7 @@ _HOSTILE = [
     "\n\n",
     " ",
 ]
-_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=120)
+_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=120)
 _content = st.lists(st.one_of(_text, st.sampled_from(_HOSTILE)), max_size=6).map("".join)
 
 
@@ -550,11 +570,11 @@ def _budgets(draw: st.DrawFn) -> Budget:
     return Budget(total=total, reserve_output=reserve, allocations=tuple(allocations))
 
 
-_TOKENIZERS = {"o200k": get_tokenizer("o200k_base"), "quarter": _QUARTER}
+_TOKENIZERS: dict[str, Tokenizer] = {"o200k": get_tokenizer("o200k_base"), "quarter": _QUARTER}
 _STRINGS = frozenset({"system", "question", "examples", "memory"})
 
 
-def _verdict(budget: Budget, sizes: dict[str, int], slack: int) -> tuple[str, set[str]]:
+def _verdict(budget: Budget, sizes: Mapping[Claimant, int], slack: int) -> tuple[str, set[str]]:
     """When a ContextBudgetError is justified, derived from the README's rules alone.
 
     `sizes` are the claimants' whole-content costs (from an unconstrained assembly).
@@ -564,7 +584,7 @@ def _verdict(budget: Budget, sizes: dict[str, int], slack: int) -> tuple[str, se
     """
     order = [a for a in budget.by_priority() if sizes.get(a.name)]
     left = budget.available
-    reserved: dict[str, int] = {}
+    reserved: dict[Claimant, int] = {}
     for a in order:  # pass 1: priority 0 whole, others their floor
         if a.priority == 0:
             need = sizes[a.name]
@@ -608,13 +628,34 @@ def _verdict(budget: Budget, sizes: dict[str, int], slack: int) -> tuple[str, se
     return ("fit", set()) if protected + slack <= budget.available else ("either", set())
 
 
-def _attempt(
-    assembler: ContextAssembler, kwargs: dict[str, object]
-) -> Assembled | ContextBudgetError:
+def _attempt(assembler: ContextAssembler, request: Request) -> Assembled | ContextBudgetError:
     try:
-        return assembler.assemble(**kwargs)  # type: ignore[arg-type]
+        return assembler.assemble(**request)
     except ContextBudgetError as error:
         return error
+
+
+def _reaching(total: int, retrieved_min: int, sizes: list[int]) -> dict[str, object]:
+    """An input that reaches the final exact-count check: with the quarter tokenizer the
+    joined prompt costs more than its parts (found by search, pinned as an example)."""
+    budget = Budget(
+        total=total,
+        allocations=[
+            Allocation("question", priority=0),
+            Allocation("retrieved", min=retrieved_min, priority=1),
+        ],
+    )
+    return {
+        "budget": budget,
+        "tokenizer_name": "quarter",
+        "system": None,
+        "question": "Why?",
+        "given_chunks": [
+            Chunk(id=f"c{i}", document_id=f"d{i}", content="x" * n) for i, n in enumerate(sizes)
+        ],
+        "history": [],
+        "given_tools": [],
+    }
 
 
 @given(
@@ -626,6 +667,8 @@ def _attempt(
     history=_turns,
     given_tools=_tools,
 )
+@example(**_reaching(60, 0, [6, 7]))  # the final check drops a chunk
+@example(**_reaching(60, 1, [9, 9, 9, 9]))  # the final check stops at a floor and raises
 def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
     budget: Budget,
     tokenizer_name: str,
@@ -637,7 +680,7 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
 ) -> None:
     tokenizer = _TOKENIZERS[tokenizer_name]
     assembler = ContextAssembler(tokenizer=tokenizer, budget=budget)
-    kwargs = {
+    request: Request = {
         "system": system,
         "question": question,
         "chunks": given_chunks,
@@ -645,17 +688,15 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
         "tools": given_tools,
     }
     unconstrained = Budget(
-        total=10**9, allocations=[Allocation(a.name, priority=1) for a in budget.allocations]
+        total=10**9, allocations=tuple(Allocation(a.name, priority=1) for a in budget.allocations)
     )
     sizes = (
-        ContextAssembler(tokenizer=tokenizer, budget=unconstrained)
-        .assemble(**kwargs)  # type: ignore[arg-type]
-        .report.sizes
+        ContextAssembler(tokenizer=tokenizer, budget=unconstrained).assemble(**request).report.sizes
     )
     items = 2 + len(given_chunks) + len(history) + len(given_tools) + len(CLAIMANTS)
-    verdict, claimants = _verdict(budget, dict(sizes), slack=items)
+    verdict, claimants = _verdict(budget, sizes, slack=items)
     event(f"verdict: {verdict}")
-    outcome = _attempt(assembler, kwargs)
+    outcome = _attempt(assembler, request)
     if isinstance(outcome, ContextBudgetError):
         event("raised")
         assert verdict != "fit", f"unjustified error: {outcome}"
@@ -696,23 +737,7 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
     assert len(kept_turns) + dropped_turns == len(history)
 
     # Deterministic.
-    assert assembler.assemble(**kwargs).text == result.text  # type: ignore[arg-type]
-
-
-def test_property_strategy_reaches_the_final_check_and_its_floor_error() -> None:
-    # The property above is only as good as the branches its inputs reach.
-    def outcome(case: tuple[Budget, list[Chunk], list[Turn]]) -> str:
-        budget, given_chunks, history = case
-        assembler = ContextAssembler(tokenizer=_QUARTER, budget=budget)
-        try:
-            result = assembler.assemble(question="Why?", chunks=given_chunks, history=history)
-        except ContextBudgetError as error:
-            return "floor" if "falling below its floor" in str(error) else "other"
-        return "dropped" if result.report.final_check_drops else "fit"
-
-    cases = st.tuples(_budgets(), _chunks(), _turns)
-    assert outcome(find(cases, lambda c: outcome(c) == "dropped")) == "dropped"
-    assert outcome(find(cases, lambda c: outcome(c) == "floor")) == "floor"
+    assert assembler.assemble(**request).text == result.text
 
 
 # Strings are kept whole or not at all -------------------------------------------------------
@@ -721,10 +746,10 @@ def test_property_strategy_reaches_the_final_check_and_its_floor_error() -> None
 def _examples_budget(min_examples: int) -> Budget:
     return Budget(
         total=2_000,
-        allocations=[
+        allocations=(
             Allocation("question", max=100, priority=0),
             Allocation("examples", min=min_examples, max=60, priority=1),
-        ],
+        ),
     )
 
 
@@ -776,10 +801,10 @@ def test_final_string_is_counted_exactly_once() -> None:
 def _join_budget(min_examples: int) -> Budget:
     return Budget(
         total=13,
-        allocations=[
+        allocations=(
             Allocation("question", max=100, priority=0),
             Allocation("examples", min=min_examples, max=100, priority=1),
-        ],
+        ),
     )
 
 
@@ -807,10 +832,10 @@ def test_final_check_never_drops_a_required_item_below_its_floor() -> None:
 def test_final_check_raises_when_the_never_trimmed_parts_alone_join_over() -> None:
     budget = Budget(
         total=4,
-        allocations=[
+        allocations=(
             Allocation("question", max=100, priority=0),
             Allocation("system", max=100, priority=0),
-        ],
+        ),
     )
     assembler = ContextAssembler(tokenizer=_QUARTER, budget=budget, fence_rule=False)
     with pytest.raises(
@@ -853,10 +878,10 @@ def test_every_chunk_is_kept_covered_by_a_kept_document_or_reported(
     tokenizer = _TOKENIZERS[tokenizer_name]
     budget = Budget(
         total=total,
-        allocations=[
+        allocations=(
             Allocation("question", priority=0),
             Allocation("retrieved", max=cap, priority=1),
-        ],
+        ),
     )
     assembler = ContextAssembler(
         tokenizer=tokenizer,

@@ -18,11 +18,12 @@ from ctxbudget import (
     CONTEXT_WINDOWS,
     Allocation,
     Budget,
+    BudgetError,
     Chunk,
     ContextAssembler,
     get_tokenizer,
 )
-from ctxbudget._budget import BudgetError, Syntax
+from ctxbudget._budget import Syntax
 
 TOML_LIST = """
 total = 6000
@@ -774,14 +775,14 @@ def test_budget_is_frozen() -> None:
     budget = Budget.default()
 
     with pytest.raises(ValidationError, match=r"total\n\s+Instance is frozen"):
-        budget.total = 1  # type: ignore[misc]
+        budget.total = 1
 
 
 def test_allocation_is_frozen() -> None:
     allocation = Allocation("tools", max=5, priority=2)
 
     with pytest.raises(ValidationError, match=r"max\n\s+Instance is frozen"):
-        allocation.max = 10  # type: ignore[misc]
+        allocation.max = 10
 
 
 def test_budget_allocations_is_immutable_tuple() -> None:
@@ -1130,7 +1131,7 @@ def test_budget_from_file_passes_needs(tmp_path: Path) -> None:
     path.write_text(README_TOML, encoding="utf-8")
 
     with pytest.raises(BudgetError, match=r"history is sent but has no allocation; add an "):
-        Budget.from_file(path, needs=("history",))
+        Budget.from_file(path, needs=["history"])
 
 
 def test_budget_from_file_with_invalid_toml_says_where(tmp_path: Path) -> None:

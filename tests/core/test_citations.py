@@ -126,7 +126,7 @@ def test_check_citations_no_citations_all_uncited() -> None:
 def test_citation_check_is_frozen() -> None:
     check = check_citations("Per [1].", 1)
     with pytest.raises(ValidationError, match=r"unknown\n\s+Instance is frozen"):
-        check.unknown = (5,)  # type: ignore[misc]
+        check.unknown = (5,)
 
 
 # --- Assembled.check_citations end to end ---------------------------------------------------

@@ -318,7 +318,7 @@ def test_escalate_loader_without_load_method_rejected(o200k: TiktokenTokenizer) 
         TypeError,
         match=r"loader must have a load\(document_id\) -> Chunk \| None method.*; got dict",
     ):
-        ContextAssembler(tokenizer=o200k, sources=SourceOptions(loader={"manual": "text"}))  # type: ignore[arg-type]
+        ContextAssembler(tokenizer=o200k, sources=SourceOptions(loader={"manual": "text"}))
 
 
 def test_escalate_loader_called_once_per_document_per_assemble(

@@ -29,6 +29,7 @@ from ctxbudget import (
     Turn,
 )
 from ctxbudget._history import ROLE_LABELS, gap_marker
+from ctxbudget._inputs import Role
 from tests.conftest import fake_count
 from tests.factories import budget_for
 
@@ -325,12 +326,13 @@ def test_history_oversize_first_turn_recent_turns_still_kept(
 # --- properties -----------------------------------------------------------------------------
 
 
+SPEAKERS: tuple[Role, ...] = ("user", "assistant")
+
+
 @st.composite
 def conversations(draw: st.DrawFn) -> list[Turn]:
     sizes = draw(st.lists(st.integers(min_value=1, max_value=30), min_size=1, max_size=15))
-    roles = draw(
-        st.lists(st.sampled_from(["user", "assistant"]), min_size=len(sizes), max_size=len(sizes))
-    )
+    roles = draw(st.lists(st.sampled_from(SPEAKERS), min_size=len(sizes), max_size=len(sizes)))
     return [
         Turn(role=role, content=f"t{i} " + words(size))
         for i, (role, size) in enumerate(zip(roles, sizes, strict=True))

@@ -72,10 +72,10 @@ def test_tool_schemas_match_what_the_provider_sdks_accept() -> None:
     result = native().assemble(question="Why?", tools=[*TOOLS[:2], bare])
     openai_tools = result.tool_schemas(style="openai")
     anthropic_tools = result.tool_schemas(style="anthropic")
-    for tool in openai_tools:
-        TypeAdapter(ChatCompletionToolParam).validate_python(tool, strict=True)
-    for tool in anthropic_tools:
-        TypeAdapter(ToolParam).validate_python(tool, strict=True)
+    for openai_tool in openai_tools:
+        TypeAdapter(ChatCompletionToolParam).validate_python(openai_tool, strict=True)
+    for anthropic_tool in anthropic_tools:
+        TypeAdapter(ToolParam).validate_python(anthropic_tool, strict=True)
     assert openai_tools[2]["function"]["parameters"] == {"type": "object", "properties": {}}
     assert anthropic_tools[0]["input_schema"] == TOOLS[0].parameters
     json.dumps([openai_tools, anthropic_tools])

@@ -63,7 +63,7 @@ def test_permitted_no_principal_denied_tenant_scoped_chunk() -> None:
 
 
 def test_permitted_principal_without_tenant_denied_tenant_scoped_chunk() -> None:
-    assert not permitted(chunk(tenant="acme"), Principal(groups={"sales"}), OPEN)
+    assert not permitted(chunk(tenant="acme"), Principal(groups=frozenset({"sales"})), OPEN)
 
 
 def test_permitted_chunk_without_tenant_public_by_default() -> None:
@@ -88,11 +88,13 @@ def test_permitted_require_tenant_admits_matching_tenant() -> None:
 
 
 def test_permitted_groups_intersect() -> None:
-    assert permitted(chunk(groups={"sales", "legal"}), Principal(groups={"legal", "hr"}), OPEN)
+    assert permitted(
+        chunk(groups={"sales", "legal"}), Principal(groups=frozenset({"legal", "hr"})), OPEN
+    )
 
 
 def test_permitted_groups_disjoint_denied() -> None:
-    assert not permitted(chunk(groups={"sales"}), Principal(groups={"hr"}), OPEN)
+    assert not permitted(chunk(groups={"sales"}), Principal(groups=frozenset({"hr"})), OPEN)
 
 
 def test_permitted_groups_no_principal_denied() -> None:
@@ -102,29 +104,29 @@ def test_permitted_groups_no_principal_denied() -> None:
 def test_permitted_empty_chunk_groups_denied_to_everyone() -> None:
     empty = chunk(groups=set())
 
-    assert not permitted(empty, Principal(groups={"sales", "admin"}), OPEN)
+    assert not permitted(empty, Principal(groups=frozenset({"sales", "admin"})), OPEN)
     assert not permitted(empty, Principal(), OPEN)
     assert not permitted(empty, None, OPEN)
 
 
 def test_permitted_groups_none_public_by_default() -> None:
-    assert permitted(chunk(groups=None), Principal(groups={"sales"}), OPEN)
+    assert permitted(chunk(groups=None), Principal(groups=frozenset({"sales"})), OPEN)
     assert permitted(chunk(groups=None), None, OPEN)
 
 
 def test_permitted_require_groups_denies_chunk_without_groups() -> None:
     policy = AccessPolicy(require_groups=True)
 
-    assert not permitted(chunk(groups=None), Principal(groups={"sales"}), policy)
+    assert not permitted(chunk(groups=None), Principal(groups=frozenset({"sales"})), policy)
     assert not permitted(chunk(groups=None), None, policy)
 
 
 def test_permitted_tenant_and_groups_both_must_admit() -> None:
     scoped = chunk(tenant="acme", groups={"sales"})
 
-    assert permitted(scoped, Principal(tenant="acme", groups={"sales"}), OPEN)
-    assert not permitted(scoped, Principal(tenant="acme", groups={"hr"}), OPEN)
-    assert not permitted(scoped, Principal(tenant="globex", groups={"sales"}), OPEN)
+    assert permitted(scoped, Principal(tenant="acme", groups=frozenset({"sales"})), OPEN)
+    assert not permitted(scoped, Principal(tenant="acme", groups=frozenset({"hr"})), OPEN)
+    assert not permitted(scoped, Principal(tenant="globex", groups=frozenset({"sales"})), OPEN)
 
 
 # --- AccessPolicy -------------------------------------------------------------------------
@@ -144,7 +146,7 @@ def test_access_policy_unknown_option_rejected() -> None:
 
 def test_access_policy_is_frozen() -> None:
     with pytest.raises(ValidationError, match="Instance is frozen"):
-        OPEN.require_tenant = True  # type: ignore[misc]
+        OPEN.require_tenant = True
 
 
 # --- end to end ---------------------------------------------------------------------------
@@ -251,7 +253,7 @@ def test_permit_step_keeps_the_visible_and_reports_the_rest_by_id() -> None:
     chunks = [
         Chunk(id="public", content="a"),
         Chunk(id="other-tenant", content="b", tenant="globex"),
-        Chunk(id="sales", content="c", tenant="acme", groups={"sales"}),
+        Chunk(id="sales", content="c", tenant="acme", groups=frozenset({"sales"})),
     ]
     kept, dropped = permit(chunks, Principal(tenant="acme"), AccessPolicy())
     assert [c.id for c in kept] == ["public"]

@@ -133,10 +133,10 @@ def test_source_options_reject_unknown_option_and_bad_loader() -> None:
 def test_assembler_select_sources_defaults_to_the_retrieved_allocation() -> None:
     budget = Budget(
         total=5_000,
-        allocations=[
+        allocations=(
             Allocation("question", priority=0),
             Allocation("retrieved", min=100, max=700, priority=1),
-        ],
+        ),
     )
     assembler = ContextAssembler(tokenizer="o200k_base", budget=budget)
     selection = assembler.select_sources(chunks(30))

@@ -234,7 +234,7 @@ def test_assemble_text_never_shows_scores_source_ordinal_acl_tokens_embedding_me
         system="Answer from the sources.",
         question="How long is the warranty?",
         chunks=[LEAKY],
-        principal=Principal(tenant="tenant-zzz", groups={"group-qqq"}),
+        principal=Principal(tenant="tenant-zzz", groups=frozenset({"group-qqq"})),
         now=NOW,
     )
     assert [s.chunk.id for s in result.sources] == ["leaky-chunk"]

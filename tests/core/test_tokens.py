@@ -77,7 +77,13 @@ class FixedWidthTokenizer:
 
 @pytest.fixture(scope="module")
 def hf_tokenizer() -> HFTokenizer:
-    """A real `tokenizers.Tokenizer` built in memory, which adds [CLS] and [SEP] by default."""
+    """A real `tokenizers.Tokenizer` built in memory, which adds [CLS] and [SEP] by default.
+
+    ctxbudget calls `encode(text, add_special_tokens=False)`, which this accepts, but the
+    `_Encodes` protocol in core/ctxbudget/_tokens.py names its first parameter and lets
+    `add_special_tokens` be positional, so mypy rejects this tokenizer: the `arg-type`
+    ignores below go once it reads `encode(self, text: str, /, *, add_special_tokens: bool)`.
+    """
     vocab = {"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "hello": 3, "world": 4, ",": 5, "!": 6}
     tokenizer = HFTokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -318,7 +324,7 @@ def test_callable_repr_names_tokenizer(fake_tokenizer: CallableTokenizer) -> Non
 
 
 def test_hf_tokenizers_count_excludes_special_tokens(hf_tokenizer: HFTokenizer) -> None:
-    assert HuggingFaceTokenizer(hf_tokenizer).count("hello, world!") == 4
+    assert HuggingFaceTokenizer(hf_tokenizer).count("hello, world!") == 4  # type: ignore[arg-type]
 
 
 def test_hf_tokenizers_default_encode_adds_special_tokens(hf_tokenizer: HFTokenizer) -> None:
@@ -327,15 +333,16 @@ def test_hf_tokenizers_default_encode_adds_special_tokens(hf_tokenizer: HFTokeni
 
 
 def test_hf_tokenizers_count_includes_unknown_words(hf_tokenizer: HFTokenizer) -> None:
-    assert HuggingFaceTokenizer(hf_tokenizer).count("hello there world") == 3
+    assert HuggingFaceTokenizer(hf_tokenizer).count("hello there world") == 3  # type: ignore[arg-type]
 
 
 def test_hf_tokenizers_name_defaults_to_class_name(hf_tokenizer: HFTokenizer) -> None:
-    assert HuggingFaceTokenizer(hf_tokenizer).name == "Tokenizer"
+    assert HuggingFaceTokenizer(hf_tokenizer).name == "Tokenizer"  # type: ignore[arg-type]
 
 
 def test_hf_tokenizers_name_is_given_name(hf_tokenizer: HFTokenizer) -> None:
-    assert HuggingFaceTokenizer(hf_tokenizer, name="tiny-wordlevel").name == "tiny-wordlevel"
+    named = HuggingFaceTokenizer(hf_tokenizer, name="tiny-wordlevel")  # type: ignore[arg-type]
+    assert named.name == "tiny-wordlevel"
 
 
 def test_hf_transformers_count_excludes_special_tokens() -> None:
@@ -468,7 +475,7 @@ def test_counter_count_from_threads_is_correct(fake_tokenizer: CallableTokenizer
 
 @given(
     text=st.one_of(
-        st.text(alphabet=st.characters(exclude_categories=("Cs",))),
+        st.text(alphabet=st.characters(exclude_categories=["Cs"])),
         # long runs of few characters pack many bytes into each token
         st.text(alphabet=" =-_\n0aé你😀", min_size=100, max_size=3000),
     )

@@ -12,7 +12,6 @@ from typing import Any
 
 import llama_index.core
 import pytest
-from li_support import RecordingLLM, recording_llm
 from llama_index.core import Settings
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.embeddings import MockEmbedding
@@ -21,6 +20,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 
 from ctxbudget import TiktokenTokenizer
+from tests.llamaindex.li_support import RecordingLLM, recording_llm
 
 
 class _Collector(BaseEventHandler):

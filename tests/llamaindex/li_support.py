@@ -31,7 +31,8 @@ class RecordingLLM(MockLLM):
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         self.prompts.append(prompt)
-        return super().complete(prompt, formatted=formatted, **kwargs)
+        response: CompletionResponse = super().complete(prompt, formatted=formatted, **kwargs)
+        return response
 
 
 def recording_llm(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 from llama_index.core import Document
@@ -14,11 +15,11 @@ from ctxbudget import InputError
 from llamaindex_ctxbudget import MetadataMapping, to_chunk
 
 
-def node(text: str = "Refunds take 14 days.", **fields: object) -> TextNode:
-    return TextNode(text=text, id_="n1", **fields)  # type: ignore[arg-type]
+def node(text: str = "Refunds take 14 days.", **fields: Any) -> TextNode:
+    return TextNode(text=text, id_="n1", **fields)
 
 
-def with_source(document: dict[str, object] | None = None, **fields: object) -> TextNode:
+def with_source(document: dict[str, object] | None = None, **fields: Any) -> TextNode:
     source = RelatedNodeInfo(node_id="doc-1", metadata=document or {})
     return node(relationships={NodeRelationship.SOURCE: source}, **fields)
 

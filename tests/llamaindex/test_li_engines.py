@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from li_support import FENCE_OPEN, RecordingLLM, fenced, numbers, recording_llm
 from llama_index.core import Document, Settings, VectorStoreIndex, get_response_synthesizer
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.chat_engine import CondensePlusContextChatEngine, ContextChatEngine
@@ -25,6 +24,7 @@ from llamaindex_ctxbudget import (
     ContextPackedEvent,
     as_principal,
 )
+from tests.llamaindex.li_support import FENCE_OPEN, RecordingLLM, fenced, numbers, recording_llm
 
 FACTS = [
     "EU customers may return unworn items within 60 days of delivery.",

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
-from li_support import recording_llm
 from llama_index.core import Document, VectorStoreIndex, get_response_synthesizer
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.node_parser import SentenceSplitter
@@ -14,6 +13,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 
 from ctxbudget import CallableTokenizer, TiktokenTokenizer, scan_for_instructions
 from llamaindex_ctxbudget import ContextBudgetPostprocessor, ContextBudgetPromptHelper, TokenCounter
+from tests.llamaindex.li_support import recording_llm
 
 KEYS = ("ctxbudget_tokens", "ctxbudget_tokenizer", "ctxbudget_ordinal")
 
@@ -30,14 +30,17 @@ def documents() -> list[Document]:
     ]
 
 
-def ingest(tokenizer: object, *, num_workers: int | None = None) -> list[BaseNode]:
+def ingest(tokenizer: object, *, num_workers: int | None = None) -> list[TextNode]:
     pipeline = IngestionPipeline(
         transformations=[
             SentenceSplitter(chunk_size=40, chunk_overlap=0),
             TokenCounter(tokenizer=tokenizer),  # type: ignore[arg-type]
         ]
     )
-    return pipeline.run(documents=documents(), num_workers=num_workers)
+    nodes = pipeline.run(documents=documents(), num_workers=num_workers)
+    text_nodes = [node for node in nodes if isinstance(node, TextNode)]
+    assert len(text_nodes) == len(nodes), "the splitter makes text nodes only"
+    return text_nodes
 
 
 def test_token_counter_stores_the_count_and_tokenizer(o200k: TiktokenTokenizer) -> None:
@@ -104,7 +107,7 @@ def test_token_counter_pickles_by_tokenizer_name() -> None:
 
 @pytest.mark.filterwarnings("ignore:Specified num_workers exceed number of CPUs")
 def test_token_counter_with_workers_matches_one_process() -> None:
-    def summary(nodes: list[BaseNode]) -> list[tuple[object, ...]]:
+    def summary(nodes: Sequence[BaseNode]) -> list[tuple[object, ...]]:
         rows = [(n.ref_doc_id, n.get_content(), *(n.metadata[k] for k in KEYS)) for n in nodes]
         return sorted(rows)
 
@@ -125,7 +128,7 @@ def counting(o200k: TiktokenTokenizer) -> tuple[CallableTokenizer, list[str]]:
     return CallableTokenizer(count, name="counting-o200k"), seen
 
 
-def query_with(tokenizer: CallableTokenizer, nodes: list[BaseNode]) -> None:
+def query_with(tokenizer: CallableTokenizer, nodes: Sequence[BaseNode]) -> None:
     llm = recording_llm(5)
     VectorStoreIndex(nodes).as_query_engine(
         llm=llm,
@@ -140,7 +143,7 @@ def query_with(tokenizer: CallableTokenizer, nodes: list[BaseNode]) -> None:
 
 
 def times_each_text_was_counted(
-    seen: list[str], nodes: list[BaseNode]
+    seen: list[str], nodes: Sequence[BaseNode]
 ) -> Callable[[BaseNode], int]:
     def counted(node: BaseNode) -> int:
         text = node.get_content(metadata_mode=MetadataMode.NONE)

@@ -70,7 +70,11 @@ class LossyDocstore(SimpleDocumentStore):
     lost = ""
 
     def get_node(self, node_id: str, raise_error: bool = True) -> BaseNode | None:  # type: ignore[override]
-        return None if node_id == self.lost else super().get_node(node_id, raise_error)
+        if node_id == self.lost:
+            return None
+        if raise_error:
+            return super().get_node(node_id)
+        return super().get_node(node_id, raise_error=False)
 
 
 def test_load_sections_with_a_node_missing_is_none() -> None:

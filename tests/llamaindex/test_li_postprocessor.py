@@ -6,7 +6,6 @@ import asyncio
 import copy
 
 import pytest
-from li_support import RecordingLLM, recording_llm
 from llama_index.core import Document, Settings, VectorStoreIndex
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.node_parser import MarkdownNodeParser
@@ -34,6 +33,7 @@ from llamaindex_ctxbudget import (
     as_principal,
     to_chunk,
 )
+from tests.llamaindex.li_support import RecordingLLM, recording_llm
 
 ACME_HR = Principal(tenant="acme", groups=frozenset({"hr"}))
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-from li_support import FENCE_OPEN, fenced, numbers, recording_llm
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.node_parser.text.utils import truncate_text
@@ -26,6 +25,7 @@ from llamaindex_ctxbudget import (
     ContextBudgetPromptHelper,
     ContextPackedEvent,
 )
+from tests.llamaindex.li_support import FENCE_OPEN, fenced, numbers, recording_llm
 
 QA = PromptTemplate("Context:\n{context_str}\nQuestion: What now?\nAnswer: ")
 FACTS = [f"Fact {i}: the warehouse in city {i} opens at {i + 6} o'clock." for i in range(6)]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -136,7 +136,7 @@ BOUNDING = {"removable_bytes": removable_bytes, "is_blank": is_blank}
 BOUNDED_ASCII = ("spaces-after-lt", "lt-run", "header-indent", "crlf")
 
 
-def cases(*, ratios: bool) -> list[object]:
+def cases(*, ratios: bool) -> Sequence[object]:
     found = [
         pytest.param(shape, ORDINARY_ASCII, function, id=f"{name}-{fname}")
         for name, shape in ASCII_SHAPES.items()
@@ -181,12 +181,12 @@ def test_hostile_shape_twice_as_long_costs_about_twice_as_much(
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 BUDGET = Budget(
     total=1_000_000,
-    allocations=[
+    allocations=(
         Allocation("system", priority=0),
         Allocation("question", priority=0),
         Allocation("retrieved", max=900_000, priority=1),
         Allocation("memory", max=50_000, priority=2),
-    ],
+    ),
 )
 ASSEMBLER = ContextAssembler(tokenizer=FAKE, budget=BUDGET)
 
