@@ -35,6 +35,7 @@ def test_correctness_follows_whether_the_gold_chunk_was_sent(corpus: Corpus) -> 
     assert [result.score(k) for k in (2, 4, 8)] == [2 / 8, 4 / 8, 8 / 8]
     assert result.knee == 8
     assert result.n(2) == 8
+    assert result.interval(8) == (1.0, 1.0)
 
 
 def test_groundedness_needs_citations_to_sources_with_the_keywords(corpus: Corpus) -> None:

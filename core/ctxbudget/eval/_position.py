@@ -84,7 +84,8 @@ class PositionResult(Result):
         return self.cell(size, position).n
 
     def source(self, size: int, position: float) -> int:
-        """The [n] the (first) gold chunk had: ``round(position * (size - gold)) + 1``."""
+        """The [n] a case's one gold chunk had: ``round(position * (size - 1)) + 1`` (a case
+        with g gold chunks has them from ``round(position * (size - g)) + 1`` on)."""
         self.cell(size, position)
         return self._sources[(size, position)]
 
@@ -186,7 +187,7 @@ def position_sensitivity(
     if distractors not in ("random", "adjacent"):
         raise EvalError(f'distractors must be "random" or "adjacent", but got {distractors!r}')
 
-    planned: list[tuple[int, int, float, int, Request]] = []
+    planned: list[tuple[int, int, float, Request]] = []
     for index, case in enumerate(cases):
         drawn = _distractors(case, index, pool, sizes, distractors, seed)
         gold = case.gold
@@ -195,24 +196,22 @@ def position_sensitivity(
             for position in positions:
                 start = round(position * (size - len(gold)))
                 chunks = (*around[:start], *gold, *around[start:])
-                planned.append((index, size, position, start + 1, Request(case.question, chunks)))
+                planned.append((index, size, position, Request(case.question, chunks)))
 
     builder = assembler_for(assembler, system, (r for *_, r in planned), exact=True)
     prompts = [
         assembled_exactly(
             builder, system, request, f"{cases[i].label(i)}, size {size}, position {position:g}"
         ).text
-        for i, size, position, _, request in planned
+        for i, size, position, request in planned
     ]
     answers = answer_all(generate, prompts, workers=workers, progress=progress)
     outcomes: dict[tuple[int, float], list[float]] = defaultdict(list)
-    sources: dict[tuple[int, float], int] = {}
-    for (i, size, position, source, _), answer in zip(planned, answers, strict=True):
+    for (i, size, position, _), answer in zip(planned, answers, strict=True):
         outcomes[(size, position)].append(check_score(scorer(answer, cases[i]), scorer))
-        sources[(size, position)] = source
     return PositionResult(
         {key: summarise(values, seed=seed) for key, values in outcomes.items()},
-        sources,
+        {(size, p): round(p * (size - 1)) + 1 for size, p in outcomes},
         sizes=sizes,
         positions=positions,
         seed=seed,

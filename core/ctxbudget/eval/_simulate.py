@@ -47,20 +47,16 @@ class SimulatedModel:
         question = set(words(prompt.rpartition(_QUESTION)[2]))
         sources = _sources(prompt)
         last = max(len(sources) - 1, 1)
+        key = hashlib.sha256(f"{self.seed}\0{prompt}".encode()).digest()
         read = [
             (n, text)
             for n, text in enumerate(sources, 1)
-            if self._draw(prompt, n) >= self.miss_rate((n - 1) / last, len(sources))
+            if _draw(key, n) >= self.miss_rate((n - 1) / last, len(sources))
         ]
         if not read:
             return NOT_FOUND
         n, text = max(read, key=lambda r: (len(question & set(words(r[1]))), -r[0]))
         return f"{text.partition(chr(10))[2].strip()} [{n}]"
-
-    def _draw(self, prompt: str, n: int) -> float:
-        """A uniform draw in [0, 1) fixed by the seed, the prompt and the source number."""
-        digest = hashlib.sha256(f"{self.seed}\0{n}\0{prompt}".encode()).digest()
-        return int.from_bytes(digest[:8], "big") / 2**64
 
     def __repr__(self) -> str:
         return f"SimulatedModel(bias={self.bias:g}, saturation={self.saturation}, seed={self.seed})"
@@ -81,9 +77,15 @@ def simulated_generator(
     return SimulatedModel(bias=bias, saturation=saturation, seed=seed)
 
 
+def _draw(key: bytes, n: int) -> float:
+    """A uniform draw in [0, 1) fixed by `key` (seed and prompt) and the source number."""
+    digest = hashlib.sha256(key + n.to_bytes(4, "big")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
 def _sources(prompt: str) -> list[str]:
     """The texts of the sources [1], [2], ... of an assembled prompt (markdown or XML)."""
-    sources: list[str] = []
+    sources: list[list[str]] = []
     inside = False
     for line in prompt.split("\n"):
         if line == _FENCE:
@@ -93,10 +95,10 @@ def _sources(prompt: str) -> list[str]:
         elif inside and line.startswith(
             (f"[{len(sources) + 1}]", f'<document index="{len(sources) + 1}"')
         ):
-            sources.append(line)
+            sources.append([line])
         elif inside and sources and line != "</document>":
-            sources[-1] += "\n" + line
-    return sources
+            sources[-1].append(line)
+    return ["\n".join(lines) for lines in sources]
 
 
 _COLOURS: Final = (
