@@ -640,10 +640,10 @@ def _reaching(total: int, retrieved_min: int, sizes: list[int]) -> dict[str, obj
     joined prompt costs more than its parts (found by search, pinned as an example)."""
     budget = Budget(
         total=total,
-        allocations=[
+        allocations=(
             Allocation("question", priority=0),
             Allocation("retrieved", min=retrieved_min, priority=1),
-        ],
+        ),
     )
     return {
         "budget": budget,
@@ -713,8 +713,9 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
     assert tokenizer.count(result.text) == result.report.total <= budget.available
 
     # Priority-0 parts are present verbatim.
-    for name, value in (("system", system), ("question", question)):
-        allocation = budget.allocation(name)  # type: ignore[arg-type]
+    required: tuple[tuple[Claimant, str | None], ...] = (("system", system), ("question", question))
+    for name, value in required:
+        allocation = budget.allocation(name)
         if value and allocation is not None and allocation.priority == 0:
             assert value in result.text
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 from ctxbudget import Chunk, Principal, Tool, Turn
-from ctxbudget._inputs import check_text
+from ctxbudget._inputs import Role, check_text
 from tests.factories import chunk
 
 SURROGATE_MESSAGE = r"\n\s+Value error, contains a lone surrogate U\+D800 at index 2"
@@ -271,8 +271,8 @@ def test_tool_rejects_invalid_name(name: str) -> None:
 
 
 @pytest.mark.parametrize("role", ["system", "user", "assistant", "tool"])
-def test_turn_accepts_known_role(role: str) -> None:
-    assert Turn(role=role, content="hi").role == role  # type: ignore[arg-type]
+def test_turn_accepts_known_role(role: Role) -> None:
+    assert Turn(role=role, content="hi").role == role
 
 
 @pytest.mark.parametrize("role", ["bot", "User", "human", ""])

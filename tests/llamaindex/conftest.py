@@ -15,6 +15,8 @@ import pytest
 from llama_index.core import Settings
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.embeddings import MockEmbedding
+
+# Re-exported by llama_index.core.instrumentation without an __all__, hence the ignore.
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent

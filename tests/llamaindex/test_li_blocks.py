@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import Chunk, SourceOptions, TiktokenTokenizer, select_sources
+from ctxbudget import Chunk, SourceFormat, SourceOptions, TiktokenTokenizer, select_sources
 from llamaindex_ctxbudget._blocks import SEPARATOR, Block, _Registry, block_of, split
 
 HOSTILE = st.sampled_from(
@@ -41,13 +41,13 @@ def block(n: int, words: int = 20) -> Block:
     contents=st.lists(st.lists(HOSTILE, min_size=1, max_size=4).map("".join), max_size=5),
     fmt=st.sampled_from(["markdown", "xml"]),
 )
-def test_block_of_reassembles_the_selection_exactly(contents: list[str], fmt: str) -> None:
+def test_block_of_reassembles_the_selection_exactly(contents: list[str], fmt: SourceFormat) -> None:
     chunks = [Chunk(id=f"c{i}", content=c) for i, c in enumerate(contents)]
     selection = select_sources(
         chunks,
         max_tokens=10_000,
         tokenizer="o200k_base",
-        options=SourceOptions(source_format=fmt),  # type: ignore[arg-type]
+        options=SourceOptions(source_format=fmt),
     )
     found = block_of(selection)
     if not selection.sources:

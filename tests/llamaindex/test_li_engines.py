@@ -11,11 +11,13 @@ import asyncio
 
 import pytest
 from llama_index.core import Document, Settings, VectorStoreIndex, get_response_synthesizer
+from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.chat_engine import CondensePlusContextChatEngine, ContextChatEngine
 from llama_index.core.indices.prompt_helper import PromptHelper
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.response_synthesizers import ResponseMode
 
 from ctxbudget import ContextBudgetError, Principal, TiktokenTokenizer
 from llamaindex_ctxbudget import (
@@ -50,10 +52,10 @@ def build_index() -> VectorStoreIndex:
 
 def engine(
     index: VectorStoreIndex, llm: RecordingLLM, mode: str, max_tokens: int | None = None
-) -> object:
+) -> BaseQueryEngine:
     synthesizer = get_response_synthesizer(
         llm=llm,
-        response_mode=mode,  # type: ignore[arg-type]
+        response_mode=ResponseMode(mode),
         prompt_helper=ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base"),
     )
     return index.as_query_engine(
@@ -87,7 +89,7 @@ def test_query_engine_prompts_hold_whole_numbered_fenced_sources(
     mode: str, o200k: TiktokenTokenizer
 ) -> None:
     llm = recording_llm(5)
-    response = engine(build_index(), llm, mode).query("What is the returns policy?")  # type: ignore[attr-defined]
+    response = engine(build_index(), llm, mode).query("What is the returns policy?")
     assert llm.prompts
     assert_sources_reached_the_model(llm.prompts, o200k)
     assert [n.metadata["citation"] for n in response.source_nodes] == [1, 2, 3, 4, 5]
@@ -97,8 +99,8 @@ def test_query_engine_prompts_hold_whole_numbered_fenced_sources(
 def test_query_engine_async_matches_sync(mode: str, o200k: TiktokenTokenizer) -> None:
     sync_llm, async_llm = recording_llm(5), recording_llm(5)
     index = build_index()
-    engine(index, sync_llm, mode).query("What is the returns policy?")  # type: ignore[attr-defined]
-    asyncio.run(engine(index, async_llm, mode).aquery("What is the returns policy?"))  # type: ignore[attr-defined]
+    engine(index, sync_llm, mode).query("What is the returns policy?")
+    asyncio.run(engine(index, async_llm, mode).aquery("What is the returns policy?"))
     assert_sources_reached_the_model(async_llm.prompts, o200k)
     assert sorted(async_llm.prompts) == sorted(sync_llm.prompts)
 
@@ -107,8 +109,8 @@ def test_query_engine_principal_per_query_sees_its_sources() -> None:
     llm = recording_llm(5)
     query_engine = engine(build_index(), llm, "compact")
     with as_principal(Principal(tenant="acme", groups=frozenset({"hr"}))):
-        query_engine.query("salaries?")  # type: ignore[attr-defined]
-    query_engine.query("salaries?")  # type: ignore[attr-defined]
+        query_engine.query("salaries?")
+    query_engine.query("salaries?")
     assert SECRET in llm.prompts[0]
     assert SECRET not in llm.prompts[1]
 
@@ -147,7 +149,7 @@ def test_refine_with_a_growing_answer_repacks_and_ends(
     # and the refine loop ends after one call per source at most.
     llm = recording_llm(125, window=340, reserve=60)
     query_engine = engine(build_index(), llm, "compact", max_tokens=1_000)
-    query_engine.query("What is the returns policy?")  # type: ignore[attr-defined]
+    query_engine.query("What is the returns policy?")
     splits = [e for e in events if isinstance(e, ContextPackedEvent) and len(e.pieces) > 1]
     assert len(splits) >= 2  # compact's first packing, then a refine step's repacking
     assert 1 < len(llm.prompts) <= len(FACTS)

@@ -11,7 +11,7 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 
-from ctxbudget import CallableTokenizer, TiktokenTokenizer, scan_for_instructions
+from ctxbudget import CallableTokenizer, TiktokenTokenizer, Tokenizer, scan_for_instructions
 from llamaindex_ctxbudget import ContextBudgetPostprocessor, ContextBudgetPromptHelper, TokenCounter
 from tests.llamaindex.li_support import recording_llm
 
@@ -30,11 +30,11 @@ def documents() -> list[Document]:
     ]
 
 
-def ingest(tokenizer: object, *, num_workers: int | None = None) -> list[TextNode]:
+def ingest(tokenizer: str | Tokenizer, *, num_workers: int | None = None) -> list[TextNode]:
     pipeline = IngestionPipeline(
         transformations=[
             SentenceSplitter(chunk_size=40, chunk_overlap=0),
-            TokenCounter(tokenizer=tokenizer),  # type: ignore[arg-type]
+            TokenCounter(tokenizer=tokenizer),
         ]
     )
     nodes = pipeline.run(documents=documents(), num_workers=num_workers)

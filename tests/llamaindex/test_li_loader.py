@@ -13,15 +13,15 @@ from llamaindex_ctxbudget import DocstoreLoader, MetadataMapping
 TEXT = " ".join(f"Sentence {i} of the travel policy." for i in range(30))
 
 
-def docstore_with(*nodes: TextNode) -> SimpleDocumentStore:
+def docstore_with(*nodes: BaseNode) -> SimpleDocumentStore:
     store = SimpleDocumentStore()
     store.add_documents(list(nodes))
     return store
 
 
-def split(**metadata: object) -> list[TextNode]:
+def split(**metadata: object) -> list[BaseNode]:
     document = Document(text=TEXT, doc_id="travel", metadata=metadata)
-    return SentenceSplitter(chunk_size=40, chunk_overlap=0).get_nodes_from_documents([document])  # type: ignore[return-value]
+    return SentenceSplitter(chunk_size=40, chunk_overlap=0).get_nodes_from_documents([document])
 
 
 def part(node_id: str, start: int | None) -> TextNode:

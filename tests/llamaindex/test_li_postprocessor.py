@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from typing import Any
 
 import pytest
 from llama_index.core import Document, Settings, VectorStoreIndex
@@ -63,8 +64,8 @@ def corpus() -> list[NodeWithScore]:
     ]
 
 
-def postprocessor(**options: object) -> ContextBudgetPostprocessor:
-    return ContextBudgetPostprocessor(tokenizer="o200k_base", **options)  # type: ignore[arg-type]
+def postprocessor(**options: Any) -> ContextBudgetPostprocessor:
+    return ContextBudgetPostprocessor(tokenizer="o200k_base", **options)
 
 
 def selected(events: list[BaseEvent]) -> SourcesSelectedEvent:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -31,12 +32,12 @@ QA = PromptTemplate("Context:\n{context_str}\nQuestion: What now?\nAnswer: ")
 FACTS = [f"Fact {i}: the warehouse in city {i} opens at {i + 6} o'clock." for i in range(6)]
 
 
-def helper(context_window: int = 1_000, **options: object) -> ContextBudgetPromptHelper:
+def helper(context_window: int = 1_000, **options: Any) -> ContextBudgetPromptHelper:
     return ContextBudgetPromptHelper(
         tokenizer="o200k_base",
         context_window=context_window,
         num_output=100,
-        **options,  # type: ignore[arg-type]
+        **options,
     )
 
 

@@ -209,7 +209,8 @@ SEED_CHUNKS = [
 
 @pytest.fixture(scope="module", params=["markdown", "xml"])
 def fmt(request: pytest.FixtureRequest) -> Format:
-    return request.param  # type: ignore[no-any-return]
+    param: Format = request.param
+    return param
 
 
 @pytest.fixture(scope="module")
