@@ -1,8 +1,8 @@
 """History trimming: the first turn, then the most recent that fit (core/ctxbudget/_history.py).
 
-DESIGN "Trimming": keep the first turn (it carries the topic), then the most recent
-turns that fit; where turns are missing, insert a gap marker so the model knows.
-Turns are never cut, and the markers are counted in the budget.
+README "How each claimant shrinks": keep the first turn (it carries the topic), then
+the most recent turns that fit; where turns are missing, insert a gap marker so the
+model knows. Turns are never cut, and the markers are counted in the budget.
 
 Sizes with the `fake_tokenizer` (one token per word, punctuation mark or whitespace
 run), checked by hand:

@@ -1,8 +1,8 @@
 """Source headers and blocks as the model reads them (core/ctxbudget/_sources/render.py).
 
-DESIGN "Rendering": every source numbered [n]; the header carries title, heading
-path, a freshness note only when stale and a parse warning only when present; never
-scores, the source system, ordinals or other metadata.
+README "Retrieved sources" (Render): every source numbered [n]; the header carries
+title, heading path, a freshness note only when stale and a parse warning only when
+present; never scores, the source system, ordinals or other metadata.
 """
 
 from __future__ import annotations
