@@ -2,9 +2,9 @@
 # ruff: noqa: RUF001
 """Builders the tests share, and the one oracle for what a reader of a prompt sees.
 
-Budgets, chunks and documents in the shapes most tests need, so a test shows only what is
-particular to it (as httpx keeps its test fixtures in one place); a test that needs a shape
-of its own spells it out. The normalised view is written here, independently of the
+Budgets, chunks, documents and hidden text in the shapes most tests need, so a test shows
+only what is particular to it (as httpx keeps its test fixtures in one place); a test that
+needs a shape of its own spells it out. The normalised view is written here, independently of the
 library's own: NFKC, format (Cf), mark and other invisible characters removed, and every
 look-alike the tests use folded by a hand-written table. Whatever a model could read as a
 frame tag, a ``[n]`` header or a chat turn must be gone from that view.
