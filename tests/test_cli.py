@@ -89,7 +89,7 @@ def test_cli_without_arguments_prints_the_demo_in_plain_text() -> None:
     done = run()
 
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout.split("\n", 1)[0].strip("─") == " ctxbudget demo: preset returns "
+    assert done.stdout.split("\n", 1)[0].strip("─") == " ctxbudget demo: preset conflict "
     assert "\n<retrieved_documents>\n" in done.stdout
     assert ESC not in done.stdout
 
@@ -166,7 +166,7 @@ def test_cli_terminal_that_cannot_encode_the_view_says_what_to_set() -> None:
 def test_cli_json_works_in_any_encoding() -> None:
     done = run("demo", "--json", PYTHONIOENCODING="ascii")
 
-    assert json.loads(done.stdout)["preset"] == "returns"
+    assert json.loads(done.stdout)["preset"] == "conflict"
 
 
 def test_cli_keeps_library_warnings_off_stderr(tmp_path: Path) -> None:
@@ -345,12 +345,15 @@ def test_main_interrupted_returns_130(
 def test_main_without_rich_points_to_the_extra(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "ctxbudget._cli.terminal", None)  # import fails
+    import ctxbudget._cli
+
+    monkeypatch.delitem(sys.modules, "ctxbudget._cli.terminal", raising=False)
+    monkeypatch.delattr(ctxbudget._cli, "terminal", raising=False)
+    monkeypatch.setitem(sys.modules, "rich.console", None)  # as if rich were not installed
 
     assert main(["demo"]) == 1
     assert capsys.readouterr().err == (
-        "ctxbudget: the terminal view needs ctxbudget._cli.terminal: pip install "
-        "'ctxbudget[cli]' (or pass --json)\n"
+        "ctxbudget: the terminal view needs rich: pip install 'ctxbudget[cli]' (or pass --json)\n"
     )
 
 

@@ -104,17 +104,17 @@ class Preset:
 
 PRESETS: Final = (
     Preset(
+        "conflict",
+        "How many days of paid time off do I get per year?",
+        "the 2026 policy (24 days) and the 2024 FAQ (20 days) disagree: both show their "
+        "effective dates and the fence notice says to follow the newer one",
+    ),
+    Preset(
         "returns",
         "A customer's Alpine Shell Jacket arrived with a damaged seam five weeks ago. "
         "Can they still return it?",
         "five sections of the returns policy were retrieved, so the policy is sent whole; "
         "the scanned product sheet keeps its OCR warning and gets a freshness note",
-    ),
-    Preset(
-        "conflict",
-        "How many days of paid time off do I get per year?",
-        "the 2026 policy (24 days) and the 2024 FAQ (20 days) disagree: both show their "
-        "effective dates and the fence notice says to follow the newer one",
     ),
     Preset(
         "injection",

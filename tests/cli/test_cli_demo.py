@@ -24,7 +24,7 @@ def test_demo_without_arguments_runs_the_first_preset(cli: Run) -> None:
     ran = cli("--json")
 
     assert ran.code == 0
-    assert ran.json()["preset"] == "returns"
+    assert ran.json()["preset"] == "conflict"
 
 
 def test_demo_returns_preset_sends_the_returns_policy_whole(cli: Run) -> None:
@@ -38,7 +38,7 @@ def test_demo_returns_preset_sends_the_returns_policy_whole(cli: Run) -> None:
 
 
 def test_demo_returns_preset_shows_ocr_warning_and_freshness_of_the_scan(cli: Run) -> None:
-    data = cli("demo", "--json").json()
+    data = cli("demo", "--preset", "returns", "--json").json()
 
     warranty = sources(data)["alpine-shell-jacket#warranty"]["text"]
     assert warranty.startswith(

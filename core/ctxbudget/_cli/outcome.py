@@ -74,7 +74,8 @@ def terminal() -> Any:
     try:
         from ctxbudget._cli import terminal
     except ImportError as exc:
+        package = (exc.name or "rich").split(".")[0]
         raise CliError(
-            f"the terminal view needs {exc.name}: pip install 'ctxbudget[cli]' (or pass --json)"
+            f"the terminal view needs {package}: pip install 'ctxbudget[cli]' (or pass --json)"
         ) from None
     return terminal
