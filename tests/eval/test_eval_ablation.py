@@ -114,7 +114,7 @@ def test_a_variant_that_changes_no_prompt_says_so(recorder: Recorder) -> None:
     assert "no prompt changed: no chunk carries it" in str(result)
 
 
-def test_the_table_labels_noise_and_intervals(corpus: Corpus) -> None:
+def test_a_difference_of_one_case_is_labelled_noise(corpus: Corpus) -> None:
     cases, pool = corpus
     flaky = {c.question for c in cases[:1]}
 
@@ -127,19 +127,19 @@ def test_the_table_labels_noise_and_intervals(corpus: Corpus) -> None:
     assert repr(result) == "AblationResult(variants=('baseline', 'title'), n=8)"
 
 
-def test_notes_say_whether_an_interval_includes_zero(corpus: Corpus) -> None:
+def test_notes_give_the_sign_test_against_the_baseline(corpus: Corpus) -> None:
     cases, pool = corpus
-    lost = {c.question for c in cases[:2]}
+    lost = {c.question for c in cases[:3]}
 
-    def answer(prompt: str) -> str:  # two of eight cases fail without titles
+    def answer(prompt: str) -> str:  # three of eight cases fail without titles
         missing = "Field notes:" not in prompt and prompt.rsplit("Question: ", 1)[1] in lost
         return "" if missing else prompt
 
     retrieve = lexical_retriever(pool)
     some = ablation(Recorder(answer), cases, retrieve, fields=("title",))
-    assert "interval includes 0" in str(some)
+    assert "could be noise (p=0.25)" in str(some)
     every = ablation(Recorder(lambda p: p if "Field notes:" in p else ""), cases, retrieve)
-    assert "interval excludes 0" in str(every)
+    assert "beyond noise (p=0.0078)" in str(every)
 
 
 def test_unmeasured_variant_is_a_key_error(recorder: Recorder) -> None:

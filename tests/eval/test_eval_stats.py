@@ -1,4 +1,4 @@
-"""Cells: mean, noise floor 1/n, a seeded bootstrap 95% interval, and spread labels."""
+"""Cells: mean, noise floor 1/n, a seeded bootstrap 95% interval; spreads and the sign test."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget.eval._stats import RESAMPLES, spread, summarise
+from ctxbudget.eval._stats import RESAMPLES, sign_test, spread, summarise
 
 
 def test_cell_noise_floor_is_one_case() -> None:
@@ -66,20 +66,32 @@ def test_interval_holds_the_mean_within_the_outcomes(outcomes: list[float], seed
 def test_spread_within_one_case_is_labelled_noise() -> None:
     a = summarise([1.0] * 20, seed=0)
     b = summarise([1.0] * 19 + [0.0], seed=0)
-    width, label = spread([a, b])
+    width, label, _ = spread([a, b])
     assert (round(width, 9), label) == (0.05, "within noise floor")
 
 
-def test_spread_with_overlapping_intervals_is_labelled_so() -> None:
-    a = summarise([1.0] * 12 + [0.0] * 8, seed=0)
-    b = summarise([1.0] * 9 + [0.0] * 11, seed=0)
-    assert spread([a, b])[1] == "intervals overlap"
+def test_spread_of_a_few_cases_at_100_percent_could_be_noise() -> None:
+    # 30 of 30 against 26 of 30: the bootstrap intervals ([1, 1] and about [0.73, 0.97])
+    # do not touch, but four cases one way has p = 2 / 2**4 = 0.125.
+    a = summarise([1.0] * 30, seed=0)
+    b = summarise([1.0] * 26 + [0.0] * 4, seed=0)
+    assert b.high < a.low == 1.0
+    assert spread([a, b]) == (a.score - b.score, "could be noise", 0.125)
 
 
-def test_spread_with_separate_intervals_is_labelled_so() -> None:
-    a = summarise([1.0] * 20, seed=0)
-    b = summarise([0.0] * 20, seed=0)
-    assert spread([a, b]) == (1.0, "intervals separate")
+def test_spread_p_value_counts_every_pair_of_cells() -> None:
+    # Eleven cases one way between best and worst: p = 2 / 2**11, times 10 pairs of 5 cells.
+    best = summarise([1.0] * 30, seed=0)
+    worst = summarise([1.0] * 19 + [0.0] * 11, seed=0)
+    _, label, p = spread([best, best, worst, best, best])
+    assert (label, p) == ("beyond noise", 10 * 2 / 2**11)
+
+
+def test_sign_test_leaves_out_ties_and_is_two_sided() -> None:
+    assert sign_test([1, 1, 0, 0], [1, 1, 0, 0]) == 1.0
+    assert sign_test([1, 0, 1], [0, 1, 0]) == 1.0  # 2 up, 1 down: p = 2 * 4/8, capped
+    assert sign_test([1] * 6 + [0.5], [0] * 6 + [0.5]) == 2 / 2**6
+    assert sign_test([0] * 6, [1] * 6) == 2 / 2**6
 
 
 def test_cell_repr_shows_score_and_interval() -> None:

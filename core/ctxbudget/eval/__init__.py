@@ -22,7 +22,7 @@ from ctxbudget.eval._result import Result
 from ctxbudget.eval._retrieve import Retriever, lexical_retriever
 from ctxbudget.eval._score import Scorer, grounded, keyword_hit
 from ctxbudget.eval._simulate import SimulatedModel, simulated_generator, synthetic_corpus
-from ctxbudget.eval._stats import Cell
+from ctxbudget.eval._stats import Cell, Spread
 
 __all__ = [
     "DEFAULT_SYSTEM",
@@ -41,6 +41,7 @@ __all__ = [
     "Retriever",
     "Scorer",
     "SimulatedModel",
+    "Spread",
     "ablate",
     "ablation",
     "assert_context_p95_below",

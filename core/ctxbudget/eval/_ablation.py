@@ -25,7 +25,7 @@ from ctxbudget.eval._prompts import (
 from ctxbudget.eval._result import Result, format_cell
 from ctxbudget.eval._retrieve import Retriever, retrieve_all
 from ctxbudget.eval._score import Scorer, check_score, keyword_hit
-from ctxbudget.eval._stats import Cell, summarise
+from ctxbudget.eval._stats import Cell, difference, spread, summarise
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -157,16 +157,12 @@ class AblationResult(Result):
         return variant if variant == "baseline" else VARIANTS[variant].partition(":")[0]
 
     def _note(self, variant: str) -> str:
-        delta = self._deltas[variant]
         if variant == "baseline":
             return ""
         if self._changed[variant] == 0:
             return "no prompt changed: no chunk carries it"
-        if abs(delta.score) <= self.noise_floor + 1e-12:
-            return "within noise floor"
-        if delta.low <= 0 <= delta.high:
-            return "interval includes 0"
-        return "interval excludes 0"
+        _, label, p = spread([self._cells["baseline"], self._cells[variant]])
+        return difference(label, p)
 
     def _columns(self) -> list[str]:
         return ["variant", "correct", "vs baseline", "prompts changed", "note"]
@@ -186,7 +182,8 @@ class AblationResult(Result):
     def _notes(self) -> list[str]:
         return [
             *super()._notes(),
-            "vs baseline: mean per-case difference, paired bootstrap 95% interval",
+            "vs baseline: mean per-case difference, paired bootstrap 95% interval; note: exact "
+            "paired sign test against the baseline (a difference of one case is noise)",
             *(VARIANTS[v] for v in self.variants if v != "baseline"),
         ]
 

@@ -19,7 +19,7 @@ from ctxbudget.eval._prompts import (
     check_sizes,
     check_system,
 )
-from ctxbudget.eval._result import Result, format_cell, format_spread
+from ctxbudget.eval._result import SPREAD_NOTE, Result, format_cell, format_spread
 from ctxbudget.eval._retrieve import Retriever, retrieve_all
 from ctxbudget.eval._score import Scorer, check_score, grounded, keyword_hit
 from ctxbudget.eval._stats import Cell, summarise
@@ -131,6 +131,7 @@ class KneeResult(Result):
             *super()._notes(),
             f"spread of correctness over k: {format_spread(list(self._correct.values()))}",
             f"knee: k = {self.knee} (the smallest k within one case of the best)",
+            SPREAD_NOTE,
         ]
 
     def _draw(self, axes: Axes) -> None:

@@ -25,10 +25,10 @@ from ctxbudget.eval._prompts import (
     check_sizes,
     check_system,
 )
-from ctxbudget.eval._result import Result, format_cell, format_spread
+from ctxbudget.eval._result import SPREAD_NOTE, Result, format_cell, format_spread
 from ctxbudget.eval._retrieve import nearest
 from ctxbudget.eval._score import Scorer, check_score, keyword_hit
-from ctxbudget.eval._stats import Cell, spread, summarise
+from ctxbudget.eval._stats import Cell, Spread, spread, summarise
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -89,7 +89,7 @@ class PositionResult(Result):
         self.cell(size, position)
         return self._sources[(size, position)]
 
-    def spread(self, size: int) -> tuple[float, str]:
+    def spread(self, size: int) -> Spread:
         """How far apart the positions' scores are at `size`, and whether that could be noise."""
         return spread([self.cell(size, p) for p in self.positions])
 
@@ -122,6 +122,7 @@ class PositionResult(Result):
         return [
             *super()._notes(),
             "at 0 = the answer is source [1]; at 1 = it is the last source",
+            SPREAD_NOTE,
         ]
 
     def _draw(self, axes: Axes) -> None:

@@ -12,15 +12,20 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from ctxbudget.eval._stats import RESAMPLES, Cell, spread
+from ctxbudget.eval._stats import RESAMPLES, Cell, difference, spread
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from rich.table import Table
 
-__all__ = ["Result", "format_cell", "format_spread"]
+__all__ = ["SPREAD_NOTE", "Result", "format_cell", "format_spread"]
+
+SPREAD_NOTE: Final = (
+    "spread: best - worst; p: exact paired sign test of best against worst, times the number "
+    "of pairs; a spread of at most one case is noise"
+)
 
 
 def format_cell(cell: Cell, *, signed: bool = False) -> str:
@@ -30,9 +35,9 @@ def format_cell(cell: Cell, *, signed: bool = False) -> str:
 
 
 def format_spread(cells: Sequence[Cell]) -> str:
-    """``0.35 (intervals separate)``: the spread of the scores and whether it could be noise."""
-    width, label = spread(cells)
-    return f"{width:.2f} ({label})"
+    """``0.35 beyond noise (p=0.004)``: the spread of the scores and whether it could be noise."""
+    width, label, p = spread(cells)
+    return f"{width:.2f} {difference(label, p)}"
 
 
 class Result(ABC):

@@ -1,24 +1,38 @@
 """One cell of a result table: n outcomes, their mean, the noise floor and a bootstrap interval.
 
-A difference smaller than one case (1/n) is noise whatever the interval says, and
-two cells whose 95% intervals overlap are not shown apart by the data: both are
-labelled, so nobody reads noise as a trend.
+A difference smaller than one case (1/n) is noise whatever else the data say. A
+larger one is checked with an exact paired sign test, which holds at 0% and 100%
+where a bootstrap interval shrinks to a point (all of 30 cases right gives [1, 1]):
+so nobody reads noise as a trend.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RESAMPLES", "Cell", "SpreadLabel", "spread", "summarise"]
+__all__ = [
+    "RESAMPLES",
+    "Cell",
+    "Spread",
+    "SpreadLabel",
+    "difference",
+    "sign_test",
+    "spread",
+    "summarise",
+]
 
 RESAMPLES: Final = 2_000
 """Bootstrap resamples per cell."""
 
-SpreadLabel = Literal["within noise floor", "intervals overlap", "intervals separate"]
+SpreadLabel = Literal["within noise floor", "could be noise", "beyond noise"]
+"""Whether a difference between cells could be noise (see `spread`)."""
+
+_SIGNIFICANT: Final = 0.05
 
 
 class Cell(BaseModel):
@@ -65,16 +79,44 @@ def summarise(outcomes: Sequence[float], *, seed: int) -> Cell:
     )
 
 
-def spread(cells: Sequence[Cell]) -> tuple[float, SpreadLabel]:
-    """How far apart the cells' scores are, and whether that could be noise.
+class Spread(NamedTuple):
+    """How far apart some cells are, and whether that could be noise."""
 
-    "within noise floor": the spread is at most one case (1/n). "intervals overlap":
-    some value lies in every cell's 95% interval. Otherwise "intervals separate".
+    width: float
+    """The best cell's score minus the worst's."""
+    label: SpreadLabel
+    p: float
+    """The sign test's p-value for best against worst, times the number of pairs."""
+
+
+def spread(cells: Sequence[Cell]) -> Spread:
+    """The spread of the cells' scores (over the same cases, in the same order).
+
+    "within noise floor": at most one case (1/n) apart. Otherwise the best cell is
+    compared with the worst, case by case, with an exact sign test whose p-value is
+    multiplied by the number of pairs of cells (Bonferroni: the two were picked after
+    looking): below 0.05 is "beyond noise", else "could be noise".
     """
-    scores = [c.score for c in cells]
-    width = max(scores) - min(scores)
+    best = max(cells, key=lambda c: c.score)
+    worst = min(cells, key=lambda c: c.score)
+    width = best.score - worst.score
+    pairs = len(cells) * (len(cells) - 1) // 2
+    p = min(1.0, sign_test(best.outcomes, worst.outcomes) * pairs)
     if width <= max(c.noise_floor for c in cells) + 1e-12:
-        return width, "within noise floor"
-    if max(c.low for c in cells) <= min(c.high for c in cells):
-        return width, "intervals overlap"
-    return width, "intervals separate"
+        return Spread(width, "within noise floor", p)
+    return Spread(width, "beyond noise" if p < _SIGNIFICANT else "could be noise", p)
+
+
+def sign_test(first: Sequence[float], second: Sequence[float]) -> float:
+    """Two-sided exact sign test of paired outcomes: the chance of a split of the cases
+    that differ at least this uneven if neither side were better. Ties are left out."""
+    above = sum(a > b for a, b in zip(first, second, strict=True))
+    below = sum(a < b for a, b in zip(first, second, strict=True))
+    differ = above + below
+    tail = sum(math.comb(differ, k) for k in range(max(above, below), differ + 1))
+    return min(1.0, 2 * tail / (1 << differ))
+
+
+def difference(label: SpreadLabel, p: float) -> str:
+    """``beyond noise (p=0.004)``: a label with its p-value when it took one."""
+    return label if label == "within noise floor" else f"{label} (p={p:.2g})"
