@@ -53,3 +53,23 @@ def test_summary_counts_final_check_drops_and_prefix_warnings() -> None:
 
     assert "The exact count of the final text dropped 2 more item(s)." in lines
     assert any(line.startswith("Prefix warning: ") for line in lines)
+
+
+def test_view_shows_the_tokens_of_drops_that_were_counted(cli: Run, tmp_path: Path) -> None:
+    big = Chunk(id="big", content=" ".join(f"w{j}" for j in range(1_500)), tokens=2_999)
+    small = Chunk(id="small", content="A short one.")
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text(f"{big.model_dump_json()}\n{small.model_dump_json()}\n", encoding="utf-8")
+    budget = tmp_path / "budget.toml"
+    budget.write_text("total = 1000\n[allocations.retrieved]\npriority = 1\n", encoding="utf-8")
+
+    out = cli("inspect", str(chunks), "-q", "Q?", "--budget", str(budget)).out
+
+    assert re.search(r"\nclaimant +kind +id +reason +tokens *\n", out)
+    assert re.search(r"\nretrieved +chunk +big +oversize +3,\d{3} *\n", out)
+
+
+def test_view_leaves_out_the_tokens_column_when_no_drop_was_counted(cli: Run) -> None:
+    out = cli("demo", "--preset", "permissions").out
+
+    assert re.search(r"\nclaimant +kind +id +reason *\n", out)

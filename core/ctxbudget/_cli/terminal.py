@@ -94,15 +94,16 @@ def show(outcome: Outcome) -> None:
     out.print(_budget(outcome.budget, report))
 
     out.rule(f"Dropped: {len(report.dropped)}")
-    dropped = table("claimant", "kind", "id", "reason", "tokens", right=("tokens",))
+    # Most drops are ruled out uncounted (`Dropped.tokens` is None): a column only when counted.
+    counted = any(item.tokens is not None for item in report.dropped)
+    dropped = table(
+        "claimant", "kind", "id", "reason", *(["tokens"] if counted else []), right=("tokens",)
+    )
     for item in report.dropped:
-        dropped.add_row(
-            item.claimant,
-            item.kind,
-            item.id,
-            Text(item.reason, style="yellow"),
-            "" if item.tokens is None else f"{item.tokens:,}",
-        )
+        row = [item.claimant, item.kind, item.id, Text(item.reason, style="yellow")]
+        if counted:
+            row.append("" if item.tokens is None else f"{item.tokens:,}")
+        dropped.add_row(*row)
     out.print(dropped if report.dropped else "Nothing was dropped.")
     for reason in dict.fromkeys(item.reason for item in report.dropped):
         out.print(Text.assemble(("  " + reason, "yellow"), f": {REASONS[reason]}"))
