@@ -100,7 +100,12 @@ def show(outcome: Outcome) -> None:
         "claimant", "kind", "id", "reason", *(["tokens"] if counted else []), right=("tokens",)
     )
     for item in report.dropped:
-        row = [item.claimant, item.kind, item.id, Text(item.reason, style="yellow")]
+        row: list[str | Text] = [
+            item.claimant,
+            item.kind,
+            item.id,
+            Text(item.reason, style="yellow"),
+        ]
         if counted:
             row.append("" if item.tokens is None else f"{item.tokens:,}")
         dropped.add_row(*row)
