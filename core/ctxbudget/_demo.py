@@ -175,7 +175,9 @@ def split_markdown(text: str) -> tuple[dict[str, Any], list[Section]]:
     meta: dict[str, Any] = {}
     lines = text.splitlines()
     if lines and lines[0].strip() == _FRONT_MATTER:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() == _FRONT_MATTER)
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == _FRONT_MATTER), 0)
+        if not end:
+            raise ValueError("front matter opened with +++ on line 1 is never closed with +++")
         meta = tomllib.loads("\n".join(lines[1:end]))
         lines = lines[end + 1 :]
     headings = [

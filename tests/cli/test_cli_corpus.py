@@ -34,6 +34,11 @@ def test_split_markdown_reads_toml_front_matter() -> None:
     assert meta == {"updated_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), "groups": ["hr"]}
 
 
+def test_split_markdown_with_unclosed_front_matter_says_so() -> None:
+    with pytest.raises(ValueError, match=r"^front matter opened with \+\+\+ on line 1 is never"):
+        split_markdown("+++\ntitle = 'x'\n# T\n")
+
+
 def test_split_markdown_cuts_at_every_heading_with_its_path() -> None:
     _, sections = split_markdown("# Title\nintro\n## A\na text\n### A.1\ndeep\n## B\nb text\n")
 
