@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from ctxbudget._budget import Allocation
+from ctxbudget._joins import Piece
 from ctxbudget._layout import SECTION_SEPARATOR, Frame
 from ctxbudget._pack import Fit, Packer
 from ctxbudget._report import Dropped, ItemKind
@@ -90,6 +91,24 @@ class ListClaim(Generic[T]):
         if not fit.parts or self.outside_text:
             return ""
         return self.frame.wrap([self._text(item) for item in self.kept(fit)])
+
+    def pieces(self, fit: Fit[T]) -> list[Piece]:
+        """`render(fit)` as parts that join to it, for `TokenCounter.count_joined`.
+
+        Cut at the frame's separator, so a part that recurs across requests (a turn,
+        a paragraph of the system prompt) is tokenized once and counted from the cache.
+        """
+        section = self.render(fit)
+        separator = self.frame.separator
+        if not separator:
+            return [section] if section else []
+        out: list[Piece] = []
+        for index, part in enumerate(section.split(separator)):
+            if index:
+                out.append(separator)
+            if part:
+                out.append(part)
+        return out
 
 
 def text_claim(

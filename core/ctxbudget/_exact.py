@@ -1,7 +1,8 @@
-"""The last step of every assembly: render, count the final string once, and trim to fit.
+"""The last step of every assembly: render, count the final string exactly, and trim to fit.
 
 Per-part counts are estimates of the joined string: BPE can merge differently across
-a join. So the final string is counted exactly, and while it is over the limit the
+a join. So the final string is counted exactly (from its parts and their joins where
+the tokenizer allows, `_joins.py`; else by encoding it), and while it is over the limit the
 least preferred item of the lowest-priority claimant goes, but only while that
 claimant stays at or above the floor allocation reserved for it (README "How space
 is shared"). When nothing can go, the request fails.
@@ -17,6 +18,7 @@ from ctxbudget._allocate import Allocated
 from ctxbudget._budget import Claimant
 from ctxbudget._claims import ListClaim
 from ctxbudget._errors import ContextBudgetError
+from ctxbudget._joins import Piece
 from ctxbudget._layout import SECTION_ORDER, SECTION_SEPARATOR
 from ctxbudget._pack import Fit
 from ctxbudget._tokens import TokenCounter
@@ -56,12 +58,18 @@ def render_exactly(
         reverse=True,
     )
     while True:
-        sections = {
-            name: claims[name].render(fits[name]) for name in SECTION_ORDER if name in claims
-        }
-        text = SECTION_SEPARATOR.join(s for s in sections.values() if s)
+        sections: dict[Claimant, str] = {}
+        pieces: list[Piece] = []
+        for name in SECTION_ORDER:
+            if name not in claims:
+                continue
+            parts = claims[name].pieces(fits[name])
+            sections[name] = "".join(p if isinstance(p, str) else p.text for p in parts)
+            if parts:
+                pieces += [SECTION_SEPARATOR, *parts] if pieces else parts
+        text = "".join(p if isinstance(p, str) else p.text for p in pieces)
         outside = sum(fits[n].cost for n, c in claims.items() if c.outside_text)
-        total = counter.count(text) + outside
+        total = counter.count_joined(pieces) + outside
         if total <= limit:
             return Rendered(claims, fits, sections, text, outside, total, drops)
         blocked: ListClaim[Any] | None = None

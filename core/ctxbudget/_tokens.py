@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -20,8 +21,10 @@ import tiktoken.model
 
 from ctxbudget import _offline
 from ctxbudget._errors import TokenizerError
+from ctxbudget._joins import Counted, Ends, JoinCounter, Piece, ends, join_counter
 
 __all__ = [
+    "VERIFY_JOINS",
     "CallableTokenizer",
     "HuggingFaceTokenizer",
     "TiktokenTokenizer",
@@ -32,6 +35,10 @@ __all__ = [
 ]
 
 V = TypeVar("V")
+
+VERIFY_JOINS = "CTXBUDGET_VERIFY_JOINS"
+"""Set this environment variable to 1 to check every count of joined parts against a full
+encode of the joined text, raising on any difference (the test suite sets it)."""
 
 
 @runtime_checkable
@@ -231,6 +238,8 @@ class TokenCounter:
     The cache is a bounded LRU keyed by a digest of the text, so it never keeps
     large documents alive. Thread-safe: one assembler serves concurrent requests (two
     threads meeting the same new text at once may both count it; the result is the same).
+    For tiktoken's o200k_base and cl100k_base, a text joined from parts is counted from
+    the parts' counts and a few characters per join (`count_joined`, `_joins.py`).
     """
 
     def __init__(self, tokenizer: Tokenizer, *, maxsize: int = 16_384) -> None:
@@ -239,9 +248,14 @@ class TokenCounter:
         self._tokenizer = tokenizer
         self._maxsize = maxsize
         self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._ends: OrderedDict[bytes, Ends] = OrderedDict()
         self._lock = threading.Lock()
         self._bytes_per_token = (
             tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else None
+        )
+        # Exactly tiktoken's own tokenizer: a subclass may count differently from its encoding.
+        self._joins: JoinCounter | None = (
+            join_counter(tokenizer.encoding) if type(tokenizer) is TiktokenTokenizer else None
         )
         self.calls = 0
         """How many texts were actually tokenized (cache misses); for tests and benchmarks."""
@@ -254,7 +268,9 @@ class TokenCounter:
         """Exact token count of `text`, from the cache when it was counted before."""
         if not text:
             return 0
-        key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+        return self._count(text, _digest(text))
+
+    def _count(self, text: str, key: bytes) -> int:
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -268,8 +284,74 @@ class TokenCounter:
                 self._cache.popitem(last=False)
         return n
 
+    def count_joined(self, pieces: Sequence[Piece]) -> int:
+        """Exact token count of the pieces' texts joined, as `count` would give it.
+
+        A `Counted` piece brings its own count (measured at ingest: trusted, as
+        `Chunk.tokens` is). Tokenizers without join rules count the joined text.
+        """
+        joins = self._joins
+        if joins is None:
+            return self.count("".join(p if isinstance(p, str) else p.text for p in pieces))
+        parts: list[tuple[str, int, Ends]] = []
+        trusted: list[Counted] = []
+        for piece in pieces:
+            text, tokens = (piece, None) if isinstance(piece, str) else piece
+            if not text:
+                continue
+            short = len(text) <= _SHORT
+            key = b"" if short else _digest(text)
+            found = ends(text, joins.small) if short else self._ends_of(text, key, joins)
+            if found.first >= 0:  # else it is counted inside the window around it
+                if tokens is not None:
+                    trusted.append(Counted(text, tokens))
+                else:
+                    tokens = joins.small(text) if short else self._count(text, key)
+            parts.append((text, tokens or 0, found))
+        total = joins.total(parts)
+        if os.environ.get(VERIFY_JOINS, "") not in ("", "0"):
+            _verify(self._tokenizer, [text for text, _, _ in parts], trusted, total)
+        return total
+
+    def _ends_of(self, text: str, key: bytes, joins: JoinCounter) -> Ends:
+        with self._lock:
+            hit = self._ends.get(key)
+            if hit is not None:
+                self._ends.move_to_end(key)
+                return hit
+        found = ends(text, joins.small)
+        with self._lock:
+            self._ends[key] = found
+            if len(self._ends) > self._maxsize:
+                self._ends.popitem(last=False)
+        return found
+
     def lower_bound(self, text: str) -> int:
         """A count that `text` certainly reaches, computed without tokenizing."""
         if self._bytes_per_token is None:
             return 0
         return -(-len(text.encode("utf-8")) // self._bytes_per_token)
+
+
+_SHORT = 256
+"""Pieces up to this length skip the digest: their ends and counts come from small caches."""
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
+def _verify(tokenizer: Tokenizer, texts: list[str], trusted: list[Counted], total: int) -> None:
+    """Raise when `total` is not the full count of the joined `texts` (`VERIFY_JOINS` mode).
+
+    An ingest count that is wrong moves the total by its error and is not the joins'
+    fault: the check allows for exactly that.
+    """
+    full = tokenizer.count("".join(texts))
+    claimed = sum(tokens - tokenizer.count(text) for text, tokens in trusted)
+    if full + claimed != total:
+        raise RuntimeError(
+            f"ctxbudget bug: {len(texts)} joined parts counted {total:,} tokens by their joins "
+            f"but a full {tokenizer.name} encode gives {full:,} (ingest counts differ by "
+            f"{claimed:+,}); please report it with the text. {VERIFY_JOINS}=1 made this check"
+        )

@@ -17,6 +17,7 @@ from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
 from ctxbudget._fence import datamark, fence_frame, fence_notice, neutralise, removable_bytes
 from ctxbudget._inputs import Chunk, Principal
+from ctxbudget._joins import Counted, Piece
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason
 from ctxbudget._sources.arrange import Order, arrange
@@ -38,6 +39,21 @@ from ctxbudget._sources.render import RenderOptions, render_source
 from ctxbudget._tokens import BoundedTokenizer, TokenCounter
 
 __all__ = ["RetrievedClaim", "SourceSettings", "rank"]
+
+_MARK = "\x00"
+"""Stands in for the content to find what a rendered source puts around it."""
+
+
+def _around(n: int, chunk: Chunk, content: str, options: RenderOptions) -> tuple[str, str, str]:
+    """Source `n` as (header and what follows it, `content`, what closes it): joined, exactly
+    `render_source(n, chunk, content, options)`.
+
+    The mark is the last one in the rendered source: what follows content is fixed text, and
+    a header may hold a mark of its own.
+    """
+    marked = render_source(n, chunk, _MARK, options)
+    cut = marked.rindex(_MARK)
+    return marked[:cut], content, marked[cut + 1 :]
 
 
 def rank(chunks: Sequence[Chunk]) -> list[Chunk]:
@@ -104,7 +120,8 @@ class RetrievedClaim(ListClaim[Chunk]):
             tokens = self._ingest_count(chunk, content)
             if tokens is not None:
                 return counter.count(render_source(widest, chunk, "", upper)) + tokens
-            return counter.count(render_source(widest, chunk, content, upper))
+            # Counted around the content: the content's count is cached for the final count.
+            return counter.count_joined(_around(widest, chunk, content, upper))
 
         def bound(chunk: Chunk) -> int:
             # From the raw text: neutralising a chunk that cannot fit would be wasted work.
@@ -264,11 +281,27 @@ class RetrievedClaim(ListClaim[Chunk]):
         return self.settings.conflict_policy is not None and dates_differ(sources)
 
     def render(self, fit: Fit[Chunk]) -> str:
+        return "".join(p if isinstance(p, str) else p.text for p in self.pieces(fit))
+
+    def pieces(self, fit: Fit[Chunk]) -> list[Piece]:
+        """The fenced sources as parts: frame, each source's header, its content (with its
+        ingest count when that stands), and the text between them."""
         if not fit.parts:
-            return ""
-        blocks = self.blocks(fit)
-        conflict = self._conflict([chunk for chunk, _ in blocks])
-        return fence_frame(self._notice(conflict=conflict)).wrap([text for _, text in blocks])
+            return []
+        sources = self.sources(fit)
+        conflict = self._conflict(sources)
+        options = replace(self.settings.render, effective_dates=conflict)
+        frame = fence_frame(self._notice(conflict=conflict))
+        out: list[Piece] = [frame.open]
+        for n, chunk in enumerate(sources, 1):
+            if n > 1:
+                out.append(frame.separator)
+            content = self.content(chunk)
+            tokens = self._ingest_count(chunk, content)
+            before, shown, after = _around(n, chunk, content, options)
+            out += [before, shown if tokens is None else Counted(shown, tokens), after]
+        out.append(frame.close)
+        return out
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:
         return [*self.packer.drops(fit), *self._denied.values()]

@@ -1,0 +1,222 @@
+"""The exact token count of a joined text from its parts' counts and a few characters per join.
+
+tiktoken splits text into pieces with its pattern and encodes each piece on its own, so a
+count is a sum over pieces. For the o200k_base and cl100k_base patterns, some pairs of
+adjacent characters can never fall in one piece, whatever surrounds them: the position
+between them is *hard*, and cutting a text there splits its count exactly,
+``count(x + y) == count(x) + count(y)``. Hardness depends on the two characters alone, so
+it survives any concatenation. A part remembers its first and last hard positions and the
+counts of the text before the first (its head) and after the last (its tail); the count of
+a joined text is then the parts' counts less their heads and tails, plus one small encode
+per join of the text between the two hard positions around it (README "Speed").
+
+The hard pairs, derived from every alternative of both patterns (a ``?`` prefix, letter
+and mark runs, contractions, 1-3 digits, punctuation runs with trailing line breaks,
+whitespace runs with their look-ahead and ``$``):
+
+- x is not whitespace and y is whitespace other than a line break;
+- x is a digit (``\\p{N}``) and y is not;
+- x is neither whitespace nor a digit and y is a digit;
+- x is a letter (``\\p{L}``) and y is a line break or "other" (not a letter, digit, mark,
+  whitespace or apostrophe).
+
+A character Python's tables do not assign (or a lone surrogate, or U+001C-U+001F, which
+Python calls whitespace and tiktoken does not) is never part of a hard pair: an
+uncertain class can only make a window larger, never a count wrong. Every other
+tokenizer keeps a full encode of the joined text.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Sequence
+from typing import Final, NamedTuple
+
+import tiktoken
+
+from ctxbudget._offline import PATTERNS
+
+__all__ = ["SCAN", "Counted", "Ends", "JoinCounter", "Piece", "ends", "hard", "join_counter"]
+
+# Character classes, as the two patterns see them.
+_WS, _NL, _N, _L, _M, _APOSTROPHE, _Q, _UNK = range(8)
+
+_WHITE_SPACE: Final = frozenset(
+    "\t\x0b\x0c \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""Unicode White_Space (what ``\\s`` matches in tiktoken's regex engine) less ``\\r\\n``."""
+
+_JOINABLE: Final = frozenset(PATTERNS[name] for name in ("o200k_base", "cl100k_base"))
+"""The split patterns the hard-pair rules were derived from."""
+
+SCAN: Final = 64
+"""How far into each end of a part hard positions are looked for; beyond, the part is
+treated as having none there (a larger window, never a wrong count)."""
+
+_SMALL: Final = 256
+"""Texts up to this length have their counts kept in a plain dict (heads, tails, windows)."""
+
+
+def _class(char: str) -> int:
+    if char == "\r" or char == "\n":
+        return _NL
+    if char in _WHITE_SPACE:
+        return _WS
+    if "\x1c" <= char <= "\x1f":
+        return _UNK
+    category = unicodedata.category(char)
+    if category == "Cn" or category == "Cs":
+        return _UNK
+    kind = category[0]
+    if kind == "L":
+        return _L
+    if kind == "N":
+        return _N
+    if kind == "M":
+        return _M
+    return _APOSTROPHE if char == "'" else _Q
+
+
+def _is_hard(x: int, y: int) -> bool:
+    if x == _UNK or y == _UNK:
+        return False
+    if y == _WS:
+        return x not in (_WS, _NL)
+    if x == _N:
+        return y != _N
+    if y == _N:
+        return x not in (_WS, _NL)
+    return x == _L and y in (_NL, _Q)
+
+
+_HARD: Final = tuple(_is_hard(x, y) for x in range(8) for y in range(8))
+_CLASSES: dict[str, int] = {chr(code): _class(chr(code)) for code in range(128)}
+
+
+def _class_of(char: str) -> int:
+    found = _CLASSES.get(char)
+    if found is None:
+        found = _CLASSES[char] = _class(char)  # a few thousand distinct characters at most
+    return found
+
+
+def hard(x: str, y: str) -> bool:
+    """Whether the position between characters `x` and `y` is hard: no piece spans it."""
+    return _HARD[_class_of(x) * 8 + _class_of(y)]
+
+
+class Ends(NamedTuple):
+    """Where a text can be cut without changing its count, and what its two ends cost.
+
+    ``first`` is -1 when no hard position was found (within `SCAN` characters of either
+    end): such a text is absorbed into the windows around it. ``head`` or ``tail`` is -1
+    when it is the text's count less the other (then ``first == last``).
+    """
+
+    first: int
+    last: int
+    head: int
+    tail: int
+
+
+_SOFT: Final = Ends(-1, -1, 0, 0)
+
+
+def ends(text: str, count: Callable[[str], int]) -> Ends:
+    """The first and last hard positions of `text` near its ends, and its head and tail counts.
+
+    `count` is only ever given texts of at most `SCAN` + 1 characters.
+    """
+    size = len(text)
+    if size < 2:
+        return _SOFT
+    first = last = -1
+    stop = min(size, SCAN + 1)
+    before = _class_of(text[0])
+    for index in range(1, stop):
+        now = _class_of(text[index])
+        if _HARD[before * 8 + now]:
+            first = index
+            break
+        before = now
+    start = max(first, size - SCAN - 1, 0)
+    after = _class_of(text[-1])
+    for index in range(size - 1, start, -1):
+        now = _class_of(text[index - 1])
+        if _HARD[now * 8 + after]:
+            last = index
+            break
+        after = now
+    if first < 0 and last < 0:
+        return _SOFT
+    if last < 0:
+        return Ends(first, first, count(text[:first]), -1)
+    if first < 0:
+        return Ends(last, last, -1, count(text[last:]))
+    return Ends(first, last, count(text[:first]), count(text[last:]))
+
+
+class Counted(NamedTuple):
+    """A part whose token count is already known (measured at ingest)."""
+
+    text: str
+    tokens: int
+
+
+Piece = str | Counted
+"""A part of a joined text: its text, or its text with a known count."""
+
+
+class JoinCounter:
+    """Counts joined texts for one encoding whose split pattern has derived hard pairs."""
+
+    def __init__(self, encoding: tiktoken.Encoding) -> None:
+        self._encode = encoding.encode_ordinary
+        self._small: dict[str, int] = {}
+
+    def small(self, text: str) -> int:
+        """The count of a short text (a head, a tail, a window), cached while it is short."""
+        if len(text) > _SMALL:
+            return len(self._encode(text))
+        found = self._small.get(text)
+        if found is None:
+            if len(self._small) >= 65_536:
+                self._small.clear()  # heads and tails recur; a cold start costs microseconds
+            found = self._small[text] = len(self._encode(text))
+        return found
+
+    def total(self, parts: Sequence[tuple[str, int, Ends]]) -> int:
+        """The exact count of the parts' texts joined, given each one's count and `Ends`.
+
+        A part without a hard position (its ``first`` is -1) needs no count: it is
+        counted inside the window that spans it.
+        """
+        total = 0
+        window: list[str] = []
+        known = 0  # the window's count when it holds exactly one piece of known count
+        for text, tokens, (first, last, head, tail) in parts:
+            if first < 0:
+                if text:
+                    window.append(text)
+                continue
+            if head < 0:
+                head = tokens - tail
+            elif tail < 0:
+                tail = tokens - head
+            if window:
+                window.append(text[:first])
+                total += self.small("".join(window))
+            else:
+                total += head
+            total += tokens - head - tail
+            window = [text[last:]]
+            known = tail
+        if len(window) == 1 and known:
+            return total + known
+        return total + (self.small("".join(window)) if window else 0)
+
+
+def join_counter(encoding: tiktoken.Encoding) -> JoinCounter | None:
+    """A `JoinCounter` for `encoding` when its split pattern is one the rules hold for."""
+    return JoinCounter(encoding) if encoding._pat_str in _JOINABLE else None
