@@ -70,7 +70,7 @@ def load_model(path: str, *, model_id: str | None = None) -> Model:
     if callable(getattr(found, "complete", None)):
         return from_llamaindex(found, model_id=model_id)
     if callable(found):
-        return Model(found, model_id=model_id or path)
+        return Model(found, model_id=path if model_id is None else model_id)
     raise EvalError(
         f"--model {path} is a {type(found).__name__}; name a LangChain chat model, a "
         "LlamaIndex LLM or a function that takes the prompt and returns the answer"

@@ -50,7 +50,9 @@ def from_langchain(model: Any, *, model_id: str | None = None) -> Model:
         return _text(reply if isinstance(reply, str) else getattr(reply, "text", reply), model)
 
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    return Model(call, model_id=model_id or _model_id("langchain", model, name))
+    return Model(
+        call, model_id=_model_id("langchain", model, name) if model_id is None else model_id
+    )
 
 
 def from_llamaindex(llm: Any, *, model_id: str | None = None) -> Model:
@@ -69,7 +71,9 @@ def from_llamaindex(llm: Any, *, model_id: str | None = None) -> Model:
         return _text(getattr(complete(prompt), "text", None), llm)
 
     name = getattr(getattr(llm, "metadata", None), "model_name", None)
-    return Model(call, model_id=model_id or _model_id("llama_index", llm, name))
+    return Model(
+        call, model_id=_model_id("llama_index", llm, name) if model_id is None else model_id
+    )
 
 
 def cached(
@@ -79,8 +83,8 @@ def cached(
     prompt's sha256 and `model_id`: a prompt asked before is answered from disk.
 
     `model_id` defaults to `generate.model_id` (a `Model` from `from_langchain`, the
-    simulator); a plain function needs one, so two models never share answers. Safe to share between
-    threads and processes. Delete the file to start over.
+    simulator); a plain function needs one, so two models never share answers. Safe to
+    share between threads and processes. Delete the file to start over.
     """
     if model_id is None:
         model_id = getattr(generate, "model_id", None)
@@ -97,7 +101,7 @@ def cached(
             "CREATE TABLE IF NOT EXISTS answers (model TEXT NOT NULL, prompt_sha256 TEXT NOT NULL, "
             "answer TEXT NOT NULL, PRIMARY KEY (model, prompt_sha256))"
         )
-    key = model_id
+    key = model_id  # narrowed to str for the closure
 
     def call(prompt: str) -> str:
         digest = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
