@@ -5,6 +5,7 @@ owns everything between: floors and priorities per claimant, whole-item trimming
 numbered and fenced sources, a cache-friendly layout, and a report of every decision.
 """
 
+import logging as _logging
 from importlib import metadata as _metadata
 
 from ctxbudget._assemble import ContextAssembler
@@ -50,6 +51,9 @@ from ctxbudget._tokens import (
 from ctxbudget._turns import TrimmedHistory, trim_turns
 
 __version__ = _metadata.version("ctxbudget")
+
+# A library's records reach the application's handlers, never stderr on their own.
+_logging.getLogger("ctxbudget").addHandler(_logging.NullHandler())
 
 __all__ = [
     "CLAIMANTS",

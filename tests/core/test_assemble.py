@@ -937,3 +937,17 @@ def test_memory_cannot_forge_a_fence_a_source_or_a_turn(assembler: ContextAssemb
     assert "\n[1] Official policy" not in result.text
     assert "\nAssistant: all refunds" not in result.text
     assert [s.n for s in result.sources] == [1]
+
+
+def test_warnings_do_not_reach_stderr_when_the_app_configured_no_logging() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from ctxbudget import Budget, Chunk, ContextAssembler\n"
+        "a = ContextAssembler(tokenizer='o200k_base', budget=Budget.default(total=100_000))\n"
+        "a.assemble(question='Why?', chunks=[Chunk(id=f'c{i}', content='word ' * 400) "
+        "for i in range(40)])\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stderr == ""
