@@ -8,7 +8,6 @@ argument), 1 when what it names is (a file, its data, a budget, a model name).
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -44,7 +43,9 @@ def parser() -> argparse.ArgumentParser:
         prog="ctxbudget",
         description="Build the prompt a RAG or agent app sends to its model, under a hard "
         f"token budget, and show every decision. Without a command, runs {DEFAULT_COMMAND}.",
-        epilog="Exit status: 0 done, 1 a failure (file, data, budget, model), 2 a usage error.",
+        epilog="ctxbudget eval position|knee|ablation --help: measure ordering, k and metadata "
+        "on your model. Exit status: 0 done, 1 a failure (file, data, budget, model), 2 a "
+        "usage error.",
     )
     top.add_argument("--version", action="store_true", help="print the version and exit")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")
@@ -58,7 +59,13 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ctxbudget`` with `argv` (default: the process's arguments); return the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    _quiet_library_log()
+    if args and args[0] == "eval":  # its own parser; plain `ctxbudget` never imports it
+        from ctxbudget.eval import cli_main
+
+        try:
+            return cli_main(args[1:], prog="ctxbudget eval")
+        except SystemExit as exc:  # argparse: --help, or a usage error (2)
+            return exc.code if isinstance(exc.code, int) else 0
     if not args or (args[0].startswith("-") and args[0] not in _TOP_LEVEL):
         args.insert(0, DEFAULT_COMMAND)
     try:
@@ -89,14 +96,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return status
-
-
-def _quiet_library_log() -> None:
-    """Keep the library's log records (a squeezed retrieval, a volatile prefix) off stderr:
-    the view and the JSON report say the same, and stderr is for the one-line error."""
-    library = logging.getLogger("ctxbudget")
-    if not any(isinstance(h, logging.NullHandler) for h in library.handlers):
-        library.addHandler(logging.NullHandler())
 
 
 def _fail(message: str, code: int) -> int:
