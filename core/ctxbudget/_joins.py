@@ -110,14 +110,20 @@ class Ends(NamedTuple):
     """Where a text can be cut without changing its count, and what its two ends cost.
 
     ``first`` is -1 when no hard position was found (within `SCAN` characters of either
-    end): such a text is absorbed into the windows around it. ``head`` or ``tail`` is -1
-    when it is the text's count less the other (then ``first == last``).
+    end): such a text is absorbed into the windows around it. ``head`` (or ``tail``) is -1
+    when no hard position was found near that end: ``first == last`` then, and the window
+    on that side spans the text up to (or on from) it.
     """
 
     first: int
     last: int
     head: int
     tail: int
+
+    @property
+    def measured(self) -> bool:
+        """Both ends were measured: the text's own count is needed to count a join of it."""
+        return self.first >= 0 and self.head >= 0 and self.tail >= 0
 
 
 _SOFT: Final = Ends(-1, -1, 0, 0)
@@ -187,31 +193,30 @@ class JoinCounter:
         return found
 
     def total(self, parts: Sequence[tuple[str, int, Ends]]) -> int:
-        """The exact count of the parts' texts joined, given each one's count and `Ends`.
-
-        A part without a hard position (its ``first`` is -1) needs no count: it is
-        counted inside the window that spans it.
-        """
+        """The exact count of the parts' texts joined, given each one's `Ends` and, where
+        both ends were measured, its count (else the count is not read)."""
         total = 0
         window: list[str] = []
-        known = 0  # the window's count when it holds exactly one piece of known count
+        known = 0  # the window's count when it holds only a measured tail
         for text, tokens, (first, last, head, tail) in parts:
             if first < 0:
                 if text:
                     window.append(text)
                 continue
             if head < 0:
-                head = tokens - tail
-            elif tail < 0:
-                tail = tokens - head
-            if window:
+                window.append(text[:last])
+                total += self.small("".join(window))
+            elif window:
                 window.append(text[:first])
                 total += self.small("".join(window))
             else:
                 total += head
-            total += tokens - head - tail
-            window = [text[last:]]
-            known = tail
+            if tail < 0:
+                window, known = [text[first:]], 0
+                continue
+            if head >= 0:
+                total += tokens - head - tail
+            window, known = [text[last:]], tail
         if len(window) == 1 and known:
             return total + known
         return total + (self.small("".join(window)) if window else 0)

@@ -302,7 +302,7 @@ class TokenCounter:
             short = len(text) <= _SHORT
             key = b"" if short else _digest(text)
             found = ends(text, joins.small) if short else self._ends_of(text, key, joins)
-            if found.first >= 0:  # else it is counted inside the window around it
+            if found.measured:  # else its text is counted inside the windows around it
                 if tokens is not None:
                     trusted.append(Counted(text, tokens))
                 else:
@@ -338,7 +338,8 @@ _SHORT = 256
 
 
 def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+    # surrogatepass: a lone surrogate (which tiktoken counts as U+FFFD) must not raise here.
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _verify(tokenizer: Tokenizer, texts: list[str], trusted: list[Counted], total: int) -> None:
