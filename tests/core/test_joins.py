@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import hypothesis
 import pytest
-import regex
+import regex  # type: ignore[import-untyped]  # tiktoken depends on it; no stubs
 import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
