@@ -233,9 +233,14 @@ class ContextAssembler:
             for w in volatile_parts(n, sections[n])
         )
         dropped = list(ruled_out)
+        left_out: Counter[Claimant] = Counter()
         for name in SECTION_ORDER:
             if name in claims:
-                dropped.extend(claims[name].drops(fits[name]))
+                fit = fits[name]
+                dropped.extend(claims[name].drops(fit))
+                left_out[name] = len(fit.unreached) + sum(
+                    reason in ("over_budget", "oversize") for _, reason, _ in fit.dropped
+                )
 
         history_claim = claims.get("history")
         history = (
@@ -275,7 +280,7 @@ class ContextAssembler:
             prefix_warnings=warnings,
             final_check_drops=rendered.drops,
         )
-        _log(report, self.budget)
+        _log(report, self.budget, left_out)
         return Assembled(
             text=rendered.text,
             prefix=prefix,
@@ -293,10 +298,16 @@ def _text(name: str, value: object) -> str | None:
         return None
     if not isinstance(value, str):
         raise InputError(f"{name} must be a str or None, but got {type(value).__name__}")
+    if not value:
+        return None
     try:
-        return check_text(value) if value else None
-    except ValueError as exc:
-        raise InputError(f"{name} {exc}") from None
+        value.encode("utf-8")  # a C loop that fails exactly on lone surrogates
+    except UnicodeEncodeError:
+        try:
+            check_text(value)  # names the first one
+        except ValueError as exc:
+            raise InputError(f"{name} {exc}") from None
+    return value
 
 
 def _required_text(name: str, value: object) -> str:
@@ -339,25 +350,27 @@ def _require_whole_strings(claims: dict[Claimant, ListClaim[Any]], allocated: Al
             )
 
 
-def _capped(report: Report, budget: Budget) -> list[tuple[Claimant, int, int]]:
+def _capped(
+    report: Report, budget: Budget, left_out: Counter[Claimant]
+) -> list[tuple[Claimant, int, int]]:
     """Claimants that left items out at their own max while most of the budget went unused.
 
     That is a budget sized for a smaller window (the default caps on a 1M-token model):
     worth a warning naming the cap, since nothing else in the request was short of space.
+    `left_out` counts each claimant's over_budget and oversize drops.
     """
-    left_out = Counter(
-        d.claimant for d in report.dropped if d.reason in ("over_budget", "oversize")
-    )
     capped = []
     for name, count in left_out.items():
+        if not count:
+            continue
         cap = budget.binding_cap(name, granted=report.granted.get(name, 0), used=report.total)
         if cap is not None:
             capped.append((name, count, cap))
     return capped
 
 
-def _log(report: Report, budget: Budget) -> None:
-    for name, count, cap in _capped(report, budget):
+def _log(report: Report, budget: Budget, left_out: Counter[Claimant]) -> None:
+    for name, count, cap in _capped(report, budget, left_out):
         logger.warning(
             "%s left out %s items at its max of %s tokens while %s of %s tokens were unused; "
             "raise its max, or size the budget to the model with Budget.for_model",

@@ -61,6 +61,8 @@ class Packer(Generic[T]):
     """Cost of the join between two items."""
     kind_of: Callable[[T], ItemKind] | None = None
     """The report kind per item, when not every item is of `kind`."""
+    ceiling: Callable[[T], int] | None = None
+    """A still cheaper number never below `bound`: while it fits, `bound` is not computed."""
 
     def pack(
         self,
@@ -91,15 +93,17 @@ class Packer(Generic[T]):
                 continue
             step = self.separator if kept else 0
             extra = overhead([*kept_items, item]) if overhead is not None else 0
-            lower = self.bound(item)
-            if lower > room:
-                dropped.append((item, "oversize", None))
-                overflow = True
-                continue
-            if used + step + lower + extra > room:
-                dropped.append((item, "over_budget", None))
-                overflow = True
-                break
+            # used, step and extra are >= 0: a ceiling that fits after them fits alone too.
+            if self.ceiling is None or used + step + self.ceiling(item) + extra > room:
+                lower = self.bound(item)
+                if lower > room:
+                    dropped.append((item, "oversize", None))
+                    overflow = True
+                    continue
+                if used + step + lower + extra > room:
+                    dropped.append((item, "over_budget", None))
+                    overflow = True
+                    break
             cost = self.cost(item)
             if cost > room:
                 dropped.append((item, "oversize", cost))
@@ -129,7 +133,12 @@ class Packer(Generic[T]):
     def drops(self, fit: Fit[T]) -> list[Dropped]:
         """The report records for everything `fit` left out."""
         noted = [self.record(item, reason, tokens) for item, reason, tokens in fit.dropped]
-        noted.extend(self.record(item, "over_budget", None) for item in fit.unreached)
+        # Often thousands of candidates never looked at: one record each, built in one loop.
+        new, claimant, key, kind_of = Dropped._unvalidated, self.claimant, self.key, self.kind_of
+        if kind_of is None:
+            noted += [new(claimant, self.kind, key(i), "over_budget") for i in fit.unreached]
+        else:
+            noted += [new(claimant, kind_of(i), key(i), "over_budget") for i in fit.unreached]
         return noted
 
     def record(self, item: T, reason: DropReason, tokens: int | None) -> Dropped:

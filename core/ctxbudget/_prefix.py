@@ -6,6 +6,7 @@ prompt makes every request a miss, silently; so we look for the usual suspects.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from typing import Final
@@ -39,6 +40,12 @@ def prefix_hash(text: str) -> str:
 
 def volatile_parts(section: str, text: str) -> list[str]:
     """Warnings for things in `text` that look like they change on every request."""
+    return list(_volatile(section, text))
+
+
+@functools.lru_cache(maxsize=64)
+def _volatile(section: str, text: str) -> tuple[str, ...]:
+    # The prefix is the same request after request (that is the point of it): scan it once.
     warnings: list[str] = []
     seen: set[str] = set()
     for pattern, what in _VOLATILE:
@@ -51,4 +58,4 @@ def volatile_parts(section: str, text: str) -> list[str]:
             "request and would defeat the prompt cache; if it does, pass it as memory (after "
             "the cache boundary) instead"
         )
-    return warnings
+    return tuple(warnings)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,11 +68,25 @@ class Dropped(BaseModel):
         """A record built from values the library produced itself, skipping validation.
 
         A request can drop thousands of candidates; validating each record would cost
-        more than selecting them. Internal: users build records with ``Dropped(...)``.
+        more than selecting them, and so would `model_construct`, which looks up every
+        field's aliases and defaults: this sets the four slots it would set, directly.
+        Internal: users build records with ``Dropped(...)``.
         """
-        return cls.model_construct(
-            claimant=claimant, kind=kind, id=id, reason=reason, tokens=tokens
+        record = _new(cls)
+        _set(
+            record,
+            "__dict__",
+            {"claimant": claimant, "kind": kind, "id": id, "reason": reason, "tokens": tokens},
         )
+        _set(record, "__pydantic_fields_set__", set(_FIELDS))
+        _set(record, "__pydantic_extra__", None)
+        _set(record, "__pydantic_private__", None)
+        return record
+
+
+_new = object.__new__
+_set = object.__setattr__
+_FIELDS: Final = frozenset(Dropped.model_fields)
 
 
 class Report(BaseModel):

@@ -10,8 +10,9 @@ document whole in place of its chunks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import attrgetter
 
 from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
@@ -59,19 +60,59 @@ def _around(n: int, chunk: Chunk, content: str, options: RenderOptions) -> tuple
 def rank(chunks: Sequence[Chunk]) -> list[Chunk]:
     """Best first: rerank score, then retriever score, then the order given.
 
-    A chunk without a rerank score ranks after every chunk with one.
+    A chunk without a rerank score ranks after every chunk with one; within either
+    group, one without a retriever score ranks after every chunk with one.
     """
-    order = {id(c): i for i, c in enumerate(chunks)}
-    return sorted(
-        chunks,
-        key=lambda c: (
-            c.rerank_score is None,
-            -(c.rerank_score or 0.0),
-            c.score is None,
-            -(c.score or 0.0),
-            order[id(c)],
-        ),
-    )
+    # Stable sorts on one float each, in C: the order of the key (rerank is None, -rerank,
+    # score is None, -score, position), without building a tuple per candidate.
+    reranked = [c for c in chunks if c.rerank_score is not None]
+    if not reranked:
+        return _by_score(chunks)
+    plain = [c for c in chunks if c.rerank_score is None]
+    return sorted(_by_score(reranked), key=_RERANK, reverse=True) + _by_score(plain)
+
+
+_RERANK = attrgetter("rerank_score")
+_SCORE = attrgetter("score")
+
+
+def _by_score(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """By retriever score, best first, ties and unscored chunks in the order given."""
+    scored = [c for c in chunks if c.score is not None]
+    if len(scored) == len(chunks):
+        return sorted(chunks, key=_SCORE, reverse=True)
+    return sorted(scored, key=_SCORE, reverse=True) + [c for c in chunks if c.score is None]
+
+
+class _Positions(Mapping[str, int]):
+    """Rank positions by chunk id, indexed only as far as lookups reach.
+
+    Lookups are of kept chunks, which come first in rank: most candidates of a long list
+    are never indexed.
+    """
+
+    def __init__(self, ranked: Sequence[Chunk]) -> None:
+        self._ranked = ranked
+        self._index: dict[str, int] = {}
+
+    def __getitem__(self, key: str) -> int:
+        found = self._index.get(key)
+        index = len(self._index)
+        while found is None and index < len(self._ranked):
+            chunk_id = self._ranked[index].id
+            self._index[chunk_id] = index
+            index += 1
+            if chunk_id == key:
+                found = index - 1
+        if found is None:
+            raise KeyError(key)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return (c.id for c in self._ranked)
+
+    def __len__(self) -> int:
+        return len(self._ranked)
 
 
 @dataclass(frozen=True)
@@ -103,7 +144,7 @@ class RetrievedClaim(ListClaim[Chunk]):
         settings: SourceSettings,
     ) -> None:
         self.settings = settings
-        self._rank = {c.id: i for i, c in enumerate(ranked)}
+        self._rank = _Positions(ranked)
         self._shown: dict[tuple[str, bool], str] = {}
         self._dedup = Deduplicator(settings.dedup)
         self._documents: dict[str, Chunk | None] = {}
@@ -131,6 +172,13 @@ class RetrievedClaim(ListClaim[Chunk]):
             kept = len(text.encode("utf-8")) - removable_bytes(text, datamarked=settings.datamark)
             return -(-kept // per_token)
 
+        def ceiling(chunk: Chunk) -> int:
+            # At most 4 UTF-8 bytes a character, exactly 1 in ASCII text: no scan of the text.
+            if not per_token:
+                return 0
+            text = chunk.content
+            return -(-(len(text) if text.isascii() else 4 * len(text)) // per_token)
+
         self._counter = counter
         super().__init__(
             allocation,
@@ -142,6 +190,7 @@ class RetrievedClaim(ListClaim[Chunk]):
             text=lambda c: render_source(widest, c, self.content(c), upper),
             cost=cost,
             bound=bound,
+            ceiling=ceiling,
             kind_of=lambda c: "document" if self.is_document(c) else "chunk",
         )
 

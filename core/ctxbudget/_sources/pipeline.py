@@ -154,14 +154,16 @@ def candidates(
     The first steps of the pipeline, in order: permit (before anything reads the
     text), then relevance (`empty`, `below_floor`), then rank.
     """
-    seen: set[str] = set()
-    for chunk in chunks:
-        if chunk.id in seen:
-            raise InputError(
-                f"chunk id {chunk.id!r} is given twice; ids must be unique within a request "
-                "(reports and sources refer to chunks by id)"
-            )
-        seen.add(chunk.id)
+    ids = [c.id for c in chunks]
+    if len(set(ids)) != len(ids):  # one C-speed check; the loop only names the culprit
+        seen: set[str] = set()
+        for chunk_id in ids:
+            if chunk_id in seen:
+                raise InputError(
+                    f"chunk id {chunk_id!r} is given twice; ids must be unique within a "
+                    "request (reports and sources refer to chunks by id)"
+                )
+            seen.add(chunk_id)
     visible, forbidden = permit(chunks, principal, options.access)
     kept, irrelevant = relevant(visible, options.min_relevance)
     return [*forbidden, *irrelevant], rank(kept)
@@ -178,7 +180,7 @@ def retrieved_claim(
 ) -> tuple[RetrievedClaim, list[Dropped]]:
     """The retrieved claimant for one request, and the chunks ruled out before selection."""
     ruled_out, ranked = candidates(chunks, principal, options)
-    by_id = {c.id: c for c in chunks}
+    forbidden = {d.id for d in ruled_out if d.reason == "forbidden"}
     settings = SourceSettings(
         render=RenderOptions(
             fmt=options.source_format,
@@ -193,7 +195,9 @@ def retrieved_claim(
         principal=principal,
         loader=options.loader,
         escalation=options.escalation,
-        withheld=frozenset(by_id[d.id].document_id for d in ruled_out if d.reason == "forbidden"),
+        withheld=frozenset(c.document_id for c in chunks if c.id in forbidden)
+        if forbidden
+        else frozenset(),
     )
     return RetrievedClaim(allocation, ranked, counter=counter, settings=settings), ruled_out
 
