@@ -133,12 +133,13 @@ class Packer(Generic[T]):
     def drops(self, fit: Fit[T]) -> list[Dropped]:
         """The report records for everything `fit` left out."""
         noted = [self.record(item, reason, tokens) for item, reason, tokens in fit.dropped]
-        # Often thousands of candidates never looked at: one record each, built in one loop.
-        new, claimant, key, kind_of = Dropped._unvalidated, self.claimant, self.key, self.kind_of
-        if kind_of is None:
-            noted += [new(claimant, self.kind, key(i), "over_budget") for i in fit.unreached]
+        # Often thousands of candidates never looked at: their records are built in bulk.
+        if self.kind_of is None:
+            key = self.key
+            ids = [key(item) for item in fit.unreached]
+            noted += Dropped._many(self.claimant, self.kind, ids, "over_budget")
         else:
-            noted += [new(claimant, kind_of(i), key(i), "over_budget") for i in fit.unreached]
+            noted += [self.record(item, "over_budget", None) for item in fit.unreached]
         return noted
 
     def record(self, item: T, reason: DropReason, tokens: int | None) -> Dropped:

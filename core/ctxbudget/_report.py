@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,21 +73,47 @@ class Dropped(BaseModel):
         field's aliases and defaults: this sets the four slots it would set, directly.
         Internal: users build records with ``Dropped(...)``.
         """
-        record = _new(cls)
-        _set(
-            record,
-            "__dict__",
-            {"claimant": claimant, "kind": kind, "id": id, "reason": reason, "tokens": tokens},
-        )
-        _set(record, "__pydantic_fields_set__", set(_FIELDS))
-        _set(record, "__pydantic_extra__", None)
-        _set(record, "__pydantic_private__", None)
-        return record
+        return cls._many(claimant, kind, (id,), reason, tokens)[0]
+
+    @classmethod
+    def _many(
+        cls,
+        claimant: Claimant,
+        kind: ItemKind,
+        ids: Iterable[str],
+        reason: DropReason,
+        tokens: int | None = None,
+    ) -> list[Dropped]:
+        """`_unvalidated` records for many ids at once (thousands of unread candidates)."""
+        new, fields, extra, private = _new, _FIELDS_SET, _EXTRA_SET, _PRIVATE_SET
+        records = []
+        for item in ids:
+            record = new(cls)
+            _set(
+                record,
+                "__dict__",
+                {
+                    "claimant": claimant,
+                    "kind": kind,
+                    "id": item,
+                    "reason": reason,
+                    "tokens": tokens,
+                },
+            )
+            fields(record, set(_FIELDS))
+            extra(record, None)
+            private(record, None)
+            records.append(record)
+        return records
 
 
 _new = object.__new__
 _set = object.__setattr__
 _FIELDS: Final = frozenset(Dropped.model_fields)
+# The other three slots of every pydantic model, set through their descriptors.
+_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_EXTRA_SET = BaseModel.__dict__["__pydantic_extra__"].__set__
+_PRIVATE_SET = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 class Report(BaseModel):

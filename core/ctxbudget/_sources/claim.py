@@ -353,4 +353,7 @@ class RetrievedClaim(ListClaim[Chunk]):
         return out
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:
-        return [*self.packer.drops(fit), *self._denied.values()]
+        # Without a loaded document every item is a chunk: no per-item kind to look up.
+        loaded = any(d is not None for d in self._documents.values())
+        packer = self.packer if loaded else replace(self.packer, kind_of=None)
+        return [*packer.drops(fit), *self._denied.values()]
