@@ -18,7 +18,7 @@ from ctxbudget._allocate import Allocated
 from ctxbudget._budget import Claimant
 from ctxbudget._claims import ListClaim
 from ctxbudget._errors import ContextBudgetError
-from ctxbudget._joins import Piece
+from ctxbudget._joins import Counted, Piece
 from ctxbudget._layout import SECTION_ORDER, SECTION_SEPARATOR
 from ctxbudget._pack import Fit
 from ctxbudget._tokens import TokenCounter
@@ -64,9 +64,12 @@ def render_exactly(
             if name not in claims:
                 continue
             parts = claims[name].pieces(fits[name])
-            sections[name] = "".join(p if isinstance(p, str) else p.text for p in parts)
-            if parts:
-                pieces += [SECTION_SEPARATOR, *parts] if pieces else parts
+            section = sections[name] = "".join(p if isinstance(p, str) else p.text for p in parts)
+            if section:
+                # Each section counted from its parts (and remembered when it recurs), then
+                # the sections joined: an unchanged section costs one lookup.
+                counted = Counted(section, counter.count_parts(parts))
+                pieces += [SECTION_SEPARATOR, counted] if pieces else [counted]
         text = "".join(p if isinstance(p, str) else p.text for p in pieces)
         outside = sum(fits[n].cost for n, c in claims.items() if c.outside_text)
         total = counter.count_joined(pieces) + outside

@@ -180,6 +180,18 @@ class JoinCounter:
     def __init__(self, encoding: tiktoken.Encoding) -> None:
         self._encode = encoding.encode_ordinary
         self._small: dict[str, int] = {}
+        self._ends: dict[str, Ends] = {}
+
+    def ends(self, text: str) -> Ends:
+        """`ends(text)` of a short text (a header, a frame, a separator), cached while short."""
+        if len(text) > _SMALL:
+            return ends(text, self.small)
+        found = self._ends.get(text)
+        if found is None:
+            if len(self._ends) >= 65_536:
+                self._ends.clear()
+            found = self._ends[text] = ends(text, self.small)
+        return found
 
     def small(self, text: str) -> int:
         """The count of a short text (a head, a tail, a window), cached while it is short."""

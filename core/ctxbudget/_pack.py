@@ -2,15 +2,16 @@
 
 Items arrive lazily in preference order (best first). Each is costed only when it
 might fit, so a candidate that cannot fit is never tokenized. An item larger than
-the whole grant is skipped as "oversize"; the first item that does not fit in what
-is left ends the walk ("over_budget"), so what is kept is always the preferred
-prefix, never a later, smaller item in place of a better one.
+the whole grant is skipped as "oversize" (told by a free size bound, before any other
+look at it); the first item that does not fit in what is left ends the walk
+("over_budget"), so what is kept is always the preferred prefix, never a later,
+smaller item in place of a better one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from ctxbudget._budget import Claimant
@@ -63,6 +64,19 @@ class Packer(Generic[T]):
     """The report kind per item, when not every item is of `kind`."""
     ceiling: Callable[[T], int] | None = None
     """A still cheaper number never below `bound`: while it fits, `bound` is not computed."""
+    floor: Callable[[T], int] | None = None
+    """A cheaper number never above `bound`: when it alone exceeds the grant, the item is
+    oversize without `bound` being computed."""
+    _costs: dict[int, tuple[T, int]] = field(default_factory=dict, compare=False, repr=False)
+    """`cost` per item already costed (allocation packs a claimant more than once), by
+    identity; holding the item keeps its id from being reused."""
+
+    def cost_of(self, item: T) -> int:
+        """`cost(item)`, computed once per item."""
+        known = self._costs.get(id(item))
+        if known is None or known[0] is not item:
+            known = self._costs[id(item)] = (item, self.cost(item))
+        return known[1]
 
     def pack(
         self,
@@ -88,23 +102,30 @@ class Packer(Generic[T]):
         overflow = False
         walk = iter(items)
         for item in walk:
+            # Larger than the whole grant: oversize whatever else it is. This cheap size
+            # bound comes before `reject` (dedup), which would read the whole text.
+            ceiling = None if self.ceiling is None else self.ceiling(item)
+            lower = None
+            if ceiling is None or ceiling > room:
+                lower = room + 1 if self.floor is not None and self.floor(item) > room else None
+                lower = self.bound(item) if lower is None else lower
+                if lower > room:
+                    dropped.append((item, "oversize", None))
+                    overflow = True
+                    continue
             if reject is not None and (reason := reject(item, kept_items)) is not None:
                 dropped.append((item, reason, None))
                 continue
             step = self.separator if kept else 0
             extra = overhead([*kept_items, item]) if overhead is not None else 0
-            # used, step and extra are >= 0: a ceiling that fits after them fits alone too.
-            if self.ceiling is None or used + step + self.ceiling(item) + extra > room:
+            # used, step and extra are >= 0: a ceiling that fits after them needs no bound.
+            if lower is None and ceiling is not None and used + step + ceiling + extra > room:
                 lower = self.bound(item)
-                if lower > room:
-                    dropped.append((item, "oversize", None))
-                    overflow = True
-                    continue
-                if used + step + lower + extra > room:
-                    dropped.append((item, "over_budget", None))
-                    overflow = True
-                    break
-            cost = self.cost(item)
+            if lower is not None and used + step + lower + extra > room:
+                dropped.append((item, "over_budget", None))
+                overflow = True
+                break
+            cost = self.cost_of(item)
             if cost > room:
                 dropped.append((item, "oversize", cost))
                 overflow = True

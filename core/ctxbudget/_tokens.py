@@ -14,7 +14,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, cast, runtime_checkable
 
 import tiktoken
 import tiktoken.model
@@ -299,32 +299,69 @@ class TokenCounter:
             text, tokens = (piece, None) if isinstance(piece, str) else piece
             if not text:
                 continue
-            short = len(text) <= _SHORT
-            key = b"" if short else _digest(text)
-            found = ends(text, joins.small) if short else self._ends_of(text, key, joins)
-            if found.measured:  # else its text is counted inside the windows around it
-                if tokens is not None:
+            if len(text) <= _SHORT:
+                found = joins.ends(text)
+                if found.measured:  # else its text is counted inside the windows around it
+                    if tokens is None:
+                        tokens = joins.small(text)
+                    else:
+                        trusted.append(Counted(text, tokens))
+            elif tokens is not None:  # its count is given: nothing to look up by digest
+                found = ends(text, joins.small)
+                if found.measured:
                     trusted.append(Counted(text, tokens))
-                else:
-                    tokens = joins.small(text) if short else self._count(text, key)
+            else:
+                found, tokens = self._measure(text, joins)
             parts.append((text, tokens or 0, found))
         total = joins.total(parts)
         if os.environ.get(VERIFY_JOINS, "") not in ("", "0"):
             _verify(self._tokenizer, [text for text, _, _ in parts], trusted, total)
         return total
 
-    def _ends_of(self, text: str, key: bytes, joins: JoinCounter) -> Ends:
+    def count_parts(self, pieces: Sequence[Piece]) -> int:
+        """`count_joined`, remembered under the joined text when no piece brings its own
+        count: a section that recurs across requests (the system prompt, a conversation
+        that grew by one turn since) is then one lookup."""
+        if self._joins is None or any(not isinstance(p, str) for p in pieces):
+            return self.count_joined(pieces)
+        text = "".join(cast("Sequence[str]", pieces))
+        if not text:
+            return 0
+        key = _digest(text)
         with self._lock:
-            hit = self._ends.get(key)
+            hit = self._cache.get(key)
             if hit is not None:
-                self._ends.move_to_end(key)
+                self._cache.move_to_end(key)
                 return hit
-        found = ends(text, joins.small)
+        n = self.count_joined(pieces)
+        self._remember(self._cache, key, n)
+        return n
+
+    def _measure(self, text: str, joins: JoinCounter) -> tuple[Ends, int]:
+        """A long text's `Ends` and, when both ends were measured, its count (else 0)."""
+        key = _digest(text)
         with self._lock:
-            self._ends[key] = found
-            if len(self._ends) > self._maxsize:
-                self._ends.popitem(last=False)
-        return found
+            found = self._ends.get(key)
+            tokens = self._cache.get(key)
+            if found is not None:
+                self._ends.move_to_end(key)
+            if tokens is not None:
+                self._cache.move_to_end(key)
+        if found is None:
+            found = ends(text, joins.small)
+            self._remember(self._ends, key, found)
+        if tokens is None and found.measured:
+            tokens = self._tokenizer.count(text)
+            with self._lock:
+                self.calls += 1
+            self._remember(self._cache, key, tokens)
+        return found, tokens or 0
+
+    def _remember(self, cache: OrderedDict[bytes, V], key: bytes, value: V) -> None:
+        with self._lock:
+            cache[key] = value
+            if len(cache) > self._maxsize:
+                cache.popitem(last=False)
 
     def lower_bound(self, text: str) -> int:
         """A count that `text` certainly reaches, computed without tokenizing."""

@@ -84,6 +84,10 @@ def _by_score(chunks: Sequence[Chunk]) -> list[Chunk]:
     return sorted(scored, key=_SCORE, reverse=True) + [c for c in chunks if c.score is None]
 
 
+_Shown = tuple[Chunk, tuple[str, str, str], int | None]
+"""A kept source: the chunk, its rendered parts (header, content, close), its ingest count."""
+
+
 class _Positions(Mapping[str, int]):
     """Rank positions by chunk id, indexed only as far as lookups reach.
 
@@ -149,6 +153,7 @@ class RetrievedClaim(ListClaim[Chunk]):
         self._dedup = Deduplicator(settings.dedup)
         self._documents: dict[str, Chunk | None] = {}
         self._denied: dict[str, Dropped] = {}
+        self._last: tuple[Fit[Chunk], tuple[bool, list[_Shown]]] | None = None
         # Costs are upper bounds: every header costed with the widest number and, when
         # a conflict policy is set, with its effective date; the exact count comes last.
         widest = max(len(ranked), 1)
@@ -172,6 +177,18 @@ class RetrievedClaim(ListClaim[Chunk]):
             kept = len(text.encode("utf-8")) - removable_bytes(text, datamarked=settings.datamark)
             return -(-kept // per_token)
 
+        def floor(chunk: Chunk) -> int:
+            # ASCII bytes neutralising keeps (it never shortens what it rewrites, and only
+            # characters its view changes can shrink: `removable_bytes`), less the spaces
+            # and tabs datamarking may merge: one C scan where the full bound takes several.
+            if not per_token:
+                return 0
+            text = chunk.content
+            kept = len(text.encode("ascii", "ignore"))
+            if settings.datamark:
+                kept -= text.count(" ") + text.count("\t")
+            return kept // per_token
+
         def ceiling(chunk: Chunk) -> int:
             # At most 4 UTF-8 bytes a character, exactly 1 in ASCII text: no scan of the text.
             if not per_token:
@@ -191,6 +208,7 @@ class RetrievedClaim(ListClaim[Chunk]):
             cost=cost,
             bound=bound,
             ceiling=ceiling,
+            floor=floor,
             kind_of=lambda c: "document" if self.is_document(c) else "chunk",
         )
 
@@ -319,12 +337,26 @@ class RetrievedClaim(ListClaim[Chunk]):
 
     def blocks(self, fit: Fit[Chunk]) -> list[tuple[Chunk, str]]:
         """Kept sources in prompt order, each with its text as the prompt shows it."""
+        return [(chunk, "".join(around)) for chunk, around, _ in self._shown_sources(fit)[1]]
+
+    def _shown_sources(self, fit: Fit[Chunk]) -> tuple[bool, list[_Shown]]:
+        """Whether dates conflict, and each kept source in prompt order with its rendered
+        parts and its content's ingest count: computed once per fit (the final count and
+        the result's sources both read it)."""
+        last = self._last
+        if last is not None and last[0] is fit:
+            return last[1]
         sources = self.sources(fit)
-        options = replace(self.settings.render, effective_dates=self._conflict(sources))
-        return [
-            (chunk, render_source(n, chunk, self.content(chunk), options))
-            for n, chunk in enumerate(sources, 1)
-        ]
+        conflict = self._conflict(sources)
+        options = replace(self.settings.render, effective_dates=conflict)
+        shown: list[_Shown] = []
+        for n, chunk in enumerate(sources, 1):
+            content = self.content(chunk)
+            shown.append(
+                (chunk, _around(n, chunk, content, options), self._ingest_count(chunk, content))
+            )
+        self._last = (fit, (conflict, shown))
+        return conflict, shown
 
     def _conflict(self, sources: list[Chunk]) -> bool:
         return self.settings.conflict_policy is not None and dates_differ(sources)
@@ -337,18 +369,13 @@ class RetrievedClaim(ListClaim[Chunk]):
         ingest count when that stands), and the text between them."""
         if not fit.parts:
             return []
-        sources = self.sources(fit)
-        conflict = self._conflict(sources)
-        options = replace(self.settings.render, effective_dates=conflict)
+        conflict, shown = self._shown_sources(fit)
         frame = fence_frame(self._notice(conflict=conflict))
         out: list[Piece] = [frame.open]
-        for n, chunk in enumerate(sources, 1):
+        for n, (_, (before, content, after), tokens) in enumerate(shown, 1):
             if n > 1:
                 out.append(frame.separator)
-            content = self.content(chunk)
-            tokens = self._ingest_count(chunk, content)
-            before, shown, after = _around(n, chunk, content, options)
-            out += [before, shown if tokens is None else Counted(shown, tokens), after]
+            out += [before, content if tokens is None else Counted(content, tokens), after]
         out.append(frame.close)
         return out
 

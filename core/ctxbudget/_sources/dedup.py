@@ -61,12 +61,15 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 class Deduplicator:
-    """Decides whether a candidate duplicates any kept chunk; caches shingles per chunk id."""
+    """Decides whether a candidate duplicates any kept chunk; caches shingles per chunk id
+    and each pair's verdict (allocation packs a claimant more than once)."""
 
     def __init__(self, settings: Dedup) -> None:
         self._settings = settings
         # Keyed by id and text: an escalated document may share its id with one of its chunks.
         self._shingles: dict[tuple[str, str], frozenset[tuple[str, ...]]] = {}
+        # By identity, holding both chunks so that their ids cannot be reused.
+        self._pairs: dict[tuple[int, int], tuple[Chunk, Chunk, bool]] = {}
 
     def _of(self, chunk: Chunk) -> frozenset[tuple[str, ...]]:
         key = (chunk.id, chunk.content)
@@ -81,23 +84,35 @@ class Deduplicator:
         s = self._settings
         if not kept or (s.jaccard is None and s.containment is None and s.cosine is None):
             return None
-        mine = self._of(candidate) if s.jaccard is not None or s.containment is not None else None
+        pairs = self._pairs
         for other in kept:
-            if (
-                s.cosine is not None
-                and candidate.embedding is not None
-                and other.embedding is not None
-                and cosine(candidate.embedding, other.embedding) >= s.cosine
-            ):
-                return other
-            if not mine:
-                continue
-            theirs = self._of(other)
-            inter = len(mine & theirs)
-            if not inter:
-                continue
-            if s.jaccard is not None and inter / (len(mine) + len(theirs) - inter) >= s.jaccard:
-                return other
-            if s.containment is not None and inter / len(mine) >= s.containment:
+            known = pairs.get((id(candidate), id(other)))
+            if known is None or known[0] is not candidate or known[1] is not other:
+                known = (candidate, other, self._same(candidate, other))
+                pairs[id(candidate), id(other)] = known
+            if known[2]:
                 return other
         return None
+
+    def _same(self, candidate: Chunk, other: Chunk) -> bool:
+        """Whether `candidate` is a near-duplicate of the kept chunk `other`."""
+        s = self._settings
+        if (
+            s.cosine is not None
+            and candidate.embedding is not None
+            and other.embedding is not None
+            and cosine(candidate.embedding, other.embedding) >= s.cosine
+        ):
+            return True
+        if s.jaccard is None and s.containment is None:
+            return False
+        mine = self._of(candidate)
+        if not mine:
+            return False
+        theirs = self._of(other)
+        inter = len(mine & theirs)
+        if not inter:
+            return False
+        if s.jaccard is not None and inter / (len(mine) + len(theirs) - inter) >= s.jaccard:
+            return True
+        return s.containment is not None and inter / len(mine) >= s.containment

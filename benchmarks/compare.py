@@ -1,0 +1,476 @@
+"""Assembly speed side by side: ctxbudget and its peers, as ratios to one tokenizer pass.
+
+Every number comes from the same process and run, so the ratios hold on any machine:
+the reference is one tiktoken ``encode_ordinary`` of the prompt ctxbudget returns. Each
+method's output is counted with that same tokenizer and its compliance printed beside
+its time. Inputs are fresh for every repetition (no count can come from an earlier
+request's cache), built before the clock starts; an assembler or helper is built once
+and reused, as an app would.
+
+    python -m benchmarks.compare                # everything, medians of 15
+    python -m benchmarks.compare --repeat 5     # quicker
+    python -m benchmarks.compare --only peers   # or: scaling, memory
+
+Peers that are not installed are skipped with a note: ``pip install -e '.[bench]'``.
+Times are CPU time of this process (``time.process_time``), so other load on the machine
+does not move them; ``--clock wall`` uses ``time.perf_counter`` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import importlib.util
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import tiktoken
+import tiktoken.registry
+
+from benchmarks.workloads import (
+    ENCODING,
+    NOW,
+    WORKLOADS,
+    Request,
+    Workload,
+    budget,
+    label,
+)
+from ctxbudget import ContextAssembler, get_tokenizer
+
+BUDGET = 6_000
+RETRIEVED = 3_000
+HISTORY = 2_300
+
+ENCODER = get_tokenizer(ENCODING).encoding
+# Peers ask tiktoken for the encoding by name, which downloads it; hand them the one the
+# offline extra already loaded (the same vocabulary, checked against tiktoken's sha256).
+tiktoken.registry.ENCODINGS.setdefault(ENCODING, ENCODER)
+
+
+def tokens(text: str) -> int:
+    return len(ENCODER.encode_ordinary(text))
+
+
+@dataclass
+class Row:
+    """One method's medians on one workload."""
+
+    method: str
+    seconds: float
+    output: int
+    limit: int
+    note: str = ""
+
+    def compliance(self) -> str:
+        over = self.output - self.limit
+        return "within" if over <= 0 else f"{over:,} over"
+
+
+Clock = Callable[[], float]
+
+
+def timed(clock: Clock, run: Callable[[int], Any], repeat: int) -> tuple[float, Any]:
+    """Median seconds of `run(i)` for i in 1..repeat (run(0) warms up), and the result of the
+    last: every method's output is counted on the same request, the last one."""
+    run(0)
+    times = []
+    result = None
+    for index in range(1, repeat + 1):
+        gc.collect()
+        start = clock()
+        result = run(index)
+        times.append(clock() - start)
+    return statistics.median(times), result
+
+
+def each(method: Callable[[Any], Any], items: list[Any]) -> Callable[[int], Any]:
+    """`method` on the i-th item: one repetition of a timed run."""
+    return lambda index: method(items[index])
+
+
+# --- the methods ---------------------------------------------------------------------------------
+
+
+def ctxbudget_method(workload: Workload) -> Callable[[Request], str]:
+    assembler = ContextAssembler(tokenizer=ENCODING, budget=budget())
+
+    def run(request: Request) -> str:
+        return assembler.assemble(
+            system=request.system,
+            question=request.question,
+            chunks=request.chunks,
+            history=request.history,
+            now=NOW,
+        ).text
+
+    return run
+
+
+def naive(request: Request) -> str:
+    """Count every chunk (or trust its ingest count) and turn, take greedily by score and
+    recency, join, and count the prompt once."""
+    sources: list[str] = []
+    used = 0
+    for chunk in sorted(request.chunks, key=lambda c: -(c.score or 0.0)):
+        size = chunk.tokens if chunk.tokens is not None else tokens(chunk.content)
+        if used + size <= RETRIEVED:
+            sources.append(chunk.content)
+            used += size
+    turns: list[str] = []
+    used = 0
+    for turn in reversed(request.history):
+        size = tokens(turn.content)
+        if used + size > HISTORY:
+            break
+        turns.insert(0, f"{turn.role}: {turn.content}")
+        used += size
+    prompt = "\n\n".join([request.system, *turns, *sources, f"Question: {request.question}"])
+    tokens(prompt)  # the final check a careful implementation makes
+    return prompt
+
+
+def llamaindex_repack() -> Callable[[Request], str] | None:
+    if importlib.util.find_spec("llama_index") is None:
+        return None
+    from llama_index.core import PromptHelper
+    from llama_index.core.prompts import PromptTemplate
+
+    template = PromptTemplate("Context:\n{context_str}\n")
+    helper = PromptHelper(
+        context_window=RETRIEVED + tokens("Context:\n\n"),  # the sources get RETRIEVED
+        num_output=0,
+        chunk_overlap_ratio=0.0,
+        tokenizer=ENCODER.encode_ordinary,
+    )
+
+    def run(request: Request) -> str:
+        ranked = sorted(request.chunks, key=lambda c: -(c.score or 0.0))
+        packed = helper.repack(template, [c.content for c in ranked], padding=0)
+        return packed[0]  # what the first LLM call of a compact synthesis reads
+
+    return run
+
+
+def langchain_trim() -> Callable[[Request], str] | None:
+    if importlib.util.find_spec("langchain_core") is None:
+        return None
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
+
+    def count(messages: list[BaseMessage]) -> int:
+        return sum(tokens(str(m.content)) for m in messages)
+
+    def run(request: Request) -> str:
+        messages: list[BaseMessage] = [
+            HumanMessage(t.content) if t.role == "user" else AIMessage(t.content)
+            for t in request.history
+        ]
+        kept = trim_messages(
+            messages, max_tokens=HISTORY, token_counter=count, strategy="last", start_on="human"
+        )
+        return "\n\n".join(str(m.content) for m in kept)
+
+    return run
+
+
+def priompt_render() -> Callable[[Request], str] | None:
+    if importlib.util.find_spec("priompt") is None:
+        return None
+    import priompt
+
+    def run(request: Request) -> str:
+        ranked = sorted(request.chunks, key=lambda c: -(c.score or 0.0))
+        turns = len(request.history)
+        element = [
+            priompt.SystemMessage(request.system),
+            *[
+                priompt.Scope(
+                    priompt.UserMessage(t.content)
+                    if t.role == "user"
+                    else priompt.AssistantMessage(t.content),
+                    prel=-(turns - i),
+                )
+                for i, t in enumerate(request.history)
+            ],
+            priompt.UserMessage(
+                priompt.Isolate(
+                    *[priompt.Scope(c.content + "\n\n", prel=-i) for i, c in enumerate(ranked)],
+                    token_limit=RETRIEVED,
+                ),
+                f"Question: {request.question}",
+            ),
+        ]
+        out = priompt.render(element, {"token_limit": BUDGET, "tokenizer": priompt.O200KTokenizer})
+        return "\n\n".join(_content(m) for m in out["prompt"]["messages"])
+
+    return run
+
+
+def _content(message: dict[str, Any]) -> str:
+    content = message.get("content") or ""
+    return content if isinstance(content, str) else "".join(map(str, content))
+
+
+def priomptipy_render() -> Callable[[Request], str] | None:
+    if importlib.util.find_spec("priomptipy") is None:
+        return None
+    import priomptipy
+    from priomptipy.prompt_types import Isolate
+
+    def run(request: Request) -> str:
+        ranked = sorted(request.chunks, key=lambda c: -(c.score or 0.0))
+        turns = len(request.history)
+        element = [
+            priomptipy.SystemMessage(request.system),
+            *[
+                priomptipy.Scope(
+                    [
+                        priomptipy.UserMessage(t.content)
+                        if t.role == "user"
+                        else priomptipy.AssistantMessage(t.content)
+                    ],
+                    relative_priority=-(turns - i),
+                )
+                for i, t in enumerate(request.history)
+            ],
+            priomptipy.UserMessage(
+                [
+                    Isolate(
+                        token_limit=RETRIEVED,
+                        children=[
+                            priomptipy.Scope([c.content + "\n\n"], relative_priority=-i)
+                            for i, c in enumerate(ranked)
+                        ],
+                    ),
+                    f"Question: {request.question}",
+                ]
+            ),
+        ]
+        out = asyncio.run(
+            priomptipy.render(element, {"token_limit": BUDGET, "tokenizer": ENCODING})
+        )
+        return "\n\n".join(_content(m) for m in out["prompt"]["messages"])
+
+    return run
+
+
+def haystack_pipeline() -> Callable[[Request], str] | None:
+    if importlib.util.find_spec("haystack") is None:
+        return None
+    from haystack import Document
+    from haystack.components.builders import PromptBuilder
+    from haystack.components.rankers import LostInTheMiddleRanker
+
+    # Haystack caps by words, not tokens: about 0.75 words a token in English prose.
+    ranker = LostInTheMiddleRanker(word_count_threshold=int(RETRIEVED * 0.75))
+    builder = PromptBuilder(
+        template=(
+            "{{ system }}\n\n{% for turn in history %}{{ turn }}\n\n{% endfor %}"
+            "{% for document in documents %}{{ document.content }}\n\n{% endfor %}"
+            "Question: {{ question }}"
+        ),
+        required_variables=["system", "history", "documents", "question"],
+    )
+
+    def run(request: Request) -> str:
+        ranked = sorted(request.chunks, key=lambda c: -(c.score or 0.0))
+        documents = [Document(content=c.content, score=c.score) for c in ranked]
+        kept = ranker.run(documents=documents)["documents"]
+        history = [f"{t.role}: {t.content}" for t in request.history]
+        prompt: str = builder.run(
+            system=request.system, history=history, documents=kept, question=request.question
+        )["prompt"]
+        return prompt
+
+    return run
+
+
+# --- the tables ----------------------------------------------------------------------------------
+
+
+def peers(repeat: int, clock: Clock) -> None:
+    """The 200-candidate request by every method, counts given at ingest and not."""
+    for counts in (True, False):
+        workload = WORKLOADS[label(Workload("200 candidates", 200, counts))]
+        requests = [workload.request(seed) for seed in range(repeat + 1)]
+        # The reference prompts come from an assembler of their own: the timed one starts cold.
+        prompts = [ctxbudget_method(workload)(r) for r in requests]
+        reference, _ = timed(clock, each(ENCODER.encode_ordinary, prompts), repeat)
+        own = ctxbudget_method(workload)
+        rows = []
+        seconds, out = timed(clock, each(own, requests), repeat)
+        rows.append(Row("ctxbudget ContextAssembler.assemble", seconds, tokens(out), BUDGET))
+        seconds, out = timed(clock, each(naive, requests), repeat)
+        what = "trusts ingest counts" if counts else ""
+        rows.append(Row("naive: count every chunk, take, join", seconds, tokens(out), BUDGET, what))
+        for name, make, limit, note in (
+            ("LlamaIndex PromptHelper.repack", llamaindex_repack, RETRIEVED, "sources only"),
+            ("LangChain trim_messages", langchain_trim, HISTORY, "history only"),
+            ("priompt render", priompt_render, BUDGET, ""),
+            ("priomptipy render", priomptipy_render, BUDGET, ""),
+            (
+                "Haystack LostInTheMiddleRanker + PromptBuilder",
+                haystack_pipeline,
+                BUDGET,
+                "caps words",
+            ),
+        ):
+            if counts:
+                continue  # no peer takes counts measured at ingest
+            method = make()
+            if method is None:
+                print(f"  (skipped {name}: not installed; pip install -e '.[bench]')")
+                continue
+            seconds, out = timed(clock, each(method, requests), repeat)
+            rows.append(Row(name, seconds, tokens(out), limit, note))
+        given = "counts given at ingest" if counts else "no counts given"
+        print_table(f"{workload.name}, {given}", reference, tokens(prompts[-1]), rows)
+
+
+def scaling(repeat: int, clock: Clock) -> None:
+    """ctxbudget alone over every workload, against one encode of its output."""
+    rows: list[tuple[str, float, float, int]] = []
+    for name, workload in WORKLOADS.items():
+        reps = max(3, repeat // 3) if workload.candidates >= 10_000 else repeat
+        requests = [workload.request(seed) for seed in range(reps + 1)]
+        prompts = [ctxbudget_method(workload)(r) for r in requests]
+        reference, _ = timed(clock, each(ENCODER.encode_ordinary, prompts), reps)
+        own = ctxbudget_method(workload)
+        seconds, out = timed(clock, each(own, requests), reps)
+        rows.append((name, seconds, reference, tokens(out)))
+    base = {
+        name.endswith("ingest counts"): seconds
+        for name, seconds, _, _ in rows
+        if name in ("200 candidates, ingest counts", "200 candidates, no counts")
+    }
+    print(
+        "\nctxbudget by workload (medians; ratio to one encode of its own output, and to the "
+        "200-candidate case with the same counts)"
+    )
+    print("| workload | assemble | one encode | x encode | x 200 candidates | prompt tokens |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, seconds, reference, size in rows:
+        per = seconds / base[name.endswith("ingest counts")]
+        print(
+            f"| {name} | {seconds * 1e3:.2f} ms | {reference * 1e3:.2f} ms | "
+            f"{seconds / reference:.2f}x | {per:.2f}x | {size:,} |"
+        )
+
+
+def print_table(title: str, reference: float, size: int, rows: list[Row]) -> None:
+    print(f"\n{title} (medians; prompt of {size:,} tokens; budget {BUDGET:,})")
+    print("| method | time | x one encode | output tokens | limit | compliance |")
+    print("|---|---:|---:|---:|---:|---|")
+    print(
+        f"| one tiktoken encode of ctxbudget's prompt | {reference * 1e3:.2f} ms | 1.00x | "
+        f"{size:,} | | |"
+    )
+    for row in rows:
+        note = f" ({row.note})" if row.note else ""
+        print(
+            f"| {row.method}{note} | {row.seconds * 1e3:.2f} ms | "
+            f"{row.seconds / reference:.2f}x | {row.output:,} | {row.limit:,} | "
+            f"{row.compliance()} |"
+        )
+
+
+# --- memory --------------------------------------------------------------------------------------
+
+
+def _rss() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def memory_probe(candidates: int) -> dict[str, int]:
+    """In this (fresh) process: memory of the inputs, and what one assembly adds at its peak,
+    as RSS and as traced Python allocations."""
+    workload = WORKLOADS[label(Workload(f"{candidates} candidates", candidates, True))]
+    own = ctxbudget_method(workload)
+    own(WORKLOADS[label(Workload("10 candidates", 10, True))].request(99))  # warm up
+    gc.collect()
+    rss_before = _rss()
+    tracemalloc.start()
+    request = workload.request(1)
+    gc.collect()
+    traced_inputs, _ = tracemalloc.get_traced_memory()
+    rss_inputs = _rss()
+    tracemalloc.reset_peak()
+    own(request)
+    _, traced_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # ru_maxrss is the peak of the whole process; everything before was below `rss_inputs`.
+    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {
+        "rss_inputs": rss_inputs - rss_before,
+        "rss_extra": max(rss_peak - rss_inputs, 0),
+        "traced_inputs": traced_inputs,
+        "traced_extra": traced_peak - traced_inputs,
+    }
+
+
+def memory() -> None:
+    print(
+        "\nMemory of one assembly (fresh process per row): the inputs (their chunks and turns),"
+        " and what assembling adds at its peak"
+    )
+    print(
+        "| candidates | inputs (RSS) | + assembly peak (RSS) | inputs (traced) | "
+        "+ assembly peak (traced) | peak / inputs (traced) |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|")
+    for candidates in (200, 10_000):
+        probe = subprocess.run(
+            [sys.executable, "-m", "benchmarks.compare", "--probe", str(candidates)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found = json.loads(probe.stdout)
+        mb = {k: v / 2**20 for k, v in found.items()}
+        ratio = (found["traced_inputs"] + found["traced_extra"]) / found["traced_inputs"]
+        print(
+            f"| {candidates:,} | {mb['rss_inputs']:.1f} MB | {mb['rss_extra']:.1f} MB | "
+            f"{mb['traced_inputs']:.1f} MB | {mb['traced_extra']:.1f} MB | {ratio:.2f}x |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--only", choices=["peers", "scaling", "memory"])
+    parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
+    parser.add_argument("--probe", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.probe:
+        print(json.dumps(memory_probe(args.probe)))
+        return
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(
+        f"ctxbudget speed, {date.today().isoformat()}, Python {sys.version.split()[0]}, "
+        f"tiktoken {tiktoken.__version__ if hasattr(tiktoken, '__version__') else ''}, "
+        f"{args.clock} time, medians of {args.repeat}"
+    )
+    if args.only in (None, "peers"):
+        peers(args.repeat, clock)
+    if args.only in (None, "scaling"):
+        scaling(args.repeat, clock)
+    if args.only in (None, "memory"):
+        memory()
+
+
+if __name__ == "__main__":
+    main()
