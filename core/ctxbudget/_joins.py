@@ -183,9 +183,7 @@ class JoinCounter:
         self._ends: dict[str, Ends] = {}
 
     def ends(self, text: str) -> Ends:
-        """`ends(text)` of a short text (a header, a frame, a separator), cached while short."""
-        if len(text) > _SMALL:
-            return ends(text, self.small)
+        """`ends(text)` of a short text (a header, a frame, a separator), cached."""
         found = self._ends.get(text)
         if found is None:
             if len(self._ends) >= 65_536:

@@ -412,3 +412,39 @@ def test_verify_mode_off_for_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(VERIFY_JOINS, "0")
     monkeypatch.setattr(JoinCounter, "total", lambda self, parts: 1)
     assert TokenCounter(ENCODINGS["o200k_base"]).count_joined(["Hello", " world"]) == 1
+
+
+def test_count_parts_remembers_a_section_of_plain_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = TokenCounter(ENCODINGS["o200k_base"])
+    section = ["<memory>\n", "A remembered fact.", "\n\n", "Another one.", "\n</memory>"]
+    first = counter.count_parts(section)
+    monkeypatch.setattr(JoinCounter, "total", lambda self, parts: pytest.fail("recounted"))
+    assert counter.count_parts(list(section)) == first == full("o200k_base", "".join(section))
+    assert counter.count("".join(section)) == first  # one cache with `count`
+
+
+def test_count_parts_with_a_counted_piece_counts_each_time() -> None:
+    counter = TokenCounter(ENCODINGS["o200k_base"])
+    pieces: list[Piece] = ["Header\n", Counted("Body text.", 3)]
+    assert (
+        counter.count_parts(pieces)
+        == counter.count_parts(pieces)
+        == full("o200k_base", "Header\nBody text.")
+    )
+
+
+def test_count_parts_of_nothing_is_zero() -> None:
+    assert TokenCounter(ENCODINGS["o200k_base"]).count_parts(["", ""]) == 0
+
+
+def test_count_parts_of_other_tokenizers_counts_the_joined_text() -> None:
+    counter = TokenCounter(CallableTokenizer(lambda text: len(text.split()), name="words"))
+    assert counter.count_parts(["a b", " c"]) == 3
+
+
+def test_short_ends_are_forgotten_when_the_cache_is_full() -> None:
+    counter = JoinCounter(ENCODINGS["o200k_base"].encoding)
+    for index in range(65_536):
+        counter._ends[str(index)] = Ends(-1, -1, 0, 0)
+    assert counter.ends("ab cd") == Ends(2, 2, 1, -1)
+    assert len(counter._ends) == 1
