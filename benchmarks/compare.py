@@ -23,7 +23,6 @@ import asyncio
 import gc
 import importlib.util
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -387,65 +386,62 @@ def print_table(title: str, reference: float, size: int, rows: list[Row]) -> Non
 # --- memory --------------------------------------------------------------------------------------
 
 
-def _rss() -> int:
+def _status(field: str) -> int:
+    """A size from /proc/self/status (``VmRSS``, ``VmHWM``), in bytes."""
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
-    return 0
+    raise LookupError(field)
 
 
-def memory_probe(candidates: int) -> dict[str, int]:
-    """In this (fresh) process: memory of the inputs, and what one assembly adds at its peak,
-    as RSS and as traced Python allocations."""
+def memory_probe(candidates: int, traced: bool) -> dict[str, int]:
+    """In this fresh process: the memory the inputs take and what one assembly adds at its
+    peak, as RSS (the peak reset after the inputs are built) or as traced allocations."""
     workload = WORKLOADS[label(Workload(f"{candidates} candidates", candidates, True))]
     own = ctxbudget_method(workload)
     own(WORKLOADS[label(Workload("10 candidates", 10, True))].request(99))  # warm up
     gc.collect()
-    rss_before = _rss()
-    tracemalloc.start()
+    if traced:
+        tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0] if traced else _status("VmRSS")
     request = workload.request(1)
     gc.collect()
-    traced_inputs, _ = tracemalloc.get_traced_memory()
-    rss_inputs = _rss()
-    tracemalloc.reset_peak()
+    inputs = tracemalloc.get_traced_memory()[0] if traced else _status("VmRSS")
+    if traced:
+        tracemalloc.reset_peak()
+    else:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+            refs.write("5")  # resets VmHWM, the peak RSS, to the current RSS
     own(request)
-    _, traced_peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    # ru_maxrss is the peak of the whole process; everything before was below `rss_inputs`.
-    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {
-        "rss_inputs": rss_inputs - rss_before,
-        "rss_extra": max(rss_peak - rss_inputs, 0),
-        "traced_inputs": traced_inputs,
-        "traced_extra": traced_peak - traced_inputs,
-    }
+    peak = tracemalloc.get_traced_memory()[1] if traced else _status("VmHWM")
+    return {"inputs": inputs - before, "extra": max(peak - inputs, 0)}
 
 
 def memory() -> None:
     print(
-        "\nMemory of one assembly (fresh process per row): the inputs (their chunks and turns),"
-        " and what assembling adds at its peak"
+        "\nMemory of one assembly (a fresh process per figure): what the inputs (chunks and "
+        "turns) take, and what assembling adds at its peak"
     )
-    print(
-        "| candidates | inputs (RSS) | + assembly peak (RSS) | inputs (traced) | "
-        "+ assembly peak (traced) | peak / inputs (traced) |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|")
+    print("| candidates | measured as | inputs | + assembly at peak | peak / inputs |")
+    print("|---:|---|---:|---:|---:|")
     for candidates in (200, 10_000):
-        probe = subprocess.run(
-            [sys.executable, "-m", "benchmarks.compare", "--probe", str(candidates)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        found = json.loads(probe.stdout)
-        mb = {k: v / 2**20 for k, v in found.items()}
-        ratio = (found["traced_inputs"] + found["traced_extra"]) / found["traced_inputs"]
-        print(
-            f"| {candidates:,} | {mb['rss_inputs']:.1f} MB | {mb['rss_extra']:.1f} MB | "
-            f"{mb['traced_inputs']:.1f} MB | {mb['traced_extra']:.1f} MB | {ratio:.2f}x |"
-        )
+        for how in ("traced", "rss"):
+            if how == "rss" and candidates < 10_000:
+                continue  # the allocator reuses freed pages: RSS cannot see 2 MB of inputs
+            probe = subprocess.run(
+                [sys.executable, "-m", "benchmarks.compare", f"--probe-{how}", str(candidates)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            found = json.loads(probe.stdout)
+            ratio = (found["inputs"] + found["extra"]) / found["inputs"]
+            label_ = "Python allocations" if how == "traced" else "RSS"
+            print(
+                f"| {candidates:,} | {label_} | {found['inputs'] / 2**20:.1f} MB | "
+                f"{found['extra'] / 2**20:.1f} MB | {ratio:.2f}x |"
+            )
 
 
 def main() -> None:
@@ -453,10 +449,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--only", choices=["peers", "scaling", "memory"])
     parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
-    parser.add_argument("--probe", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--probe-traced", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--probe-rss", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.probe:
-        print(json.dumps(memory_probe(args.probe)))
+    if args.probe_traced or args.probe_rss:
+        traced = bool(args.probe_traced)
+        print(json.dumps(memory_probe(args.probe_traced or args.probe_rss, traced)))
         return
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     print(
