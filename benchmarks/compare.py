@@ -67,6 +67,7 @@ class Row:
 
     method: str
     seconds: float
+    ratio: float
     output: int
     limit: int
     note: str = ""
@@ -79,18 +80,30 @@ class Row:
 Clock = Callable[[], float]
 
 
-def timed(clock: Clock, run: Callable[[int], Any], repeat: int) -> tuple[float, Any]:
-    """Median seconds of `run(i)` for i in 1..repeat (run(0) warms up), and the result of the
-    last: every method's output is counted on the same request, the last one."""
+def timed(
+    clock: Clock, run: Callable[[int], Any], reference: Callable[[int], Any], repeat: int
+) -> tuple[float, float, Any]:
+    """Median seconds of `run(i)`, median ratio to `reference(i)` timed just before it, for
+    i in 1..repeat (0 warms up), and the result of the last.
+
+    Each ratio is of two runs a moment apart, so a slower phase of the machine moves both.
+    Every method's output is counted on the same request, the last one.
+    """
     run(0)
-    times = []
+    reference(0)
+    times, ratios = [], []
     result = None
     for index in range(1, repeat + 1):
+        gc.collect()  # before each of the two, so that both start alike
+        start = clock()
+        reference(index)
+        took = clock() - start
         gc.collect()
         start = clock()
         result = run(index)
         times.append(clock() - start)
-    return statistics.median(times), result
+        ratios.append(times[-1] / took)
+    return statistics.median(times), statistics.median(ratios), result
 
 
 def each(method: Callable[[Any], Any], items: list[Any]) -> Callable[[int], Any]:
@@ -304,14 +317,17 @@ def peers(repeat: int, clock: Clock) -> None:
         requests = [workload.request(seed) for seed in range(repeat + 1)]
         # The reference prompts come from an assembler of their own: the timed one starts cold.
         prompts = [ctxbudget_method(workload)(r) for r in requests]
-        reference, _ = timed(clock, each(ENCODER.encode_ordinary, prompts), repeat)
+        encode = each(ENCODER.encode_ordinary, prompts)
+        reference, _, _ = timed(clock, encode, encode, repeat)
         own = ctxbudget_method(workload)
         rows = []
-        seconds, out = timed(clock, each(own, requests), repeat)
-        rows.append(Row("ctxbudget ContextAssembler.assemble", seconds, tokens(out), BUDGET))
-        seconds, out = timed(clock, each(naive, requests), repeat)
+        seconds, ratio, out = timed(clock, each(own, requests), encode, repeat)
+        rows.append(Row("ctxbudget ContextAssembler.assemble", seconds, ratio, tokens(out), BUDGET))
+        seconds, ratio, out = timed(clock, each(naive, requests), encode, repeat)
         what = "trusts ingest counts" if counts else ""
-        rows.append(Row("naive: count every chunk, take, join", seconds, tokens(out), BUDGET, what))
+        rows.append(
+            Row("naive: count every chunk, take, join", seconds, ratio, tokens(out), BUDGET, what)
+        )
         for name, make, limit, note in (
             ("LlamaIndex PromptHelper.repack", llamaindex_repack, RETRIEVED, "sources only"),
             ("LangChain trim_messages", langchain_trim, HISTORY, "history only"),
@@ -330,39 +346,40 @@ def peers(repeat: int, clock: Clock) -> None:
             if method is None:
                 print(f"  (skipped {name}: not installed; pip install -e '.[bench]')")
                 continue
-            seconds, out = timed(clock, each(method, requests), repeat)
-            rows.append(Row(name, seconds, tokens(out), limit, note))
+            seconds, ratio, out = timed(clock, each(method, requests), encode, repeat)
+            rows.append(Row(name, seconds, ratio, tokens(out), limit, note))
         given = "counts given at ingest" if counts else "no counts given"
         print_table(f"{workload.name}, {given}", reference, tokens(prompts[-1]), rows)
 
 
 def scaling(repeat: int, clock: Clock) -> None:
     """ctxbudget alone over every workload, against one encode of its output."""
-    rows: list[tuple[str, float, float, int]] = []
+    rows: list[tuple[str, float, float, float, int]] = []
     for name, workload in WORKLOADS.items():
         reps = max(3, repeat // 3) if workload.candidates >= 10_000 else repeat
         requests = [workload.request(seed) for seed in range(reps + 1)]
         prompts = [ctxbudget_method(workload)(r) for r in requests]
-        reference, _ = timed(clock, each(ENCODER.encode_ordinary, prompts), reps)
+        encode = each(ENCODER.encode_ordinary, prompts)
+        reference, _, _ = timed(clock, encode, encode, reps)
         own = ctxbudget_method(workload)
-        seconds, out = timed(clock, each(own, requests), reps)
-        rows.append((name, seconds, reference, tokens(out)))
+        seconds, ratio, out = timed(clock, each(own, requests), encode, reps)
+        rows.append((name, seconds, reference, ratio, tokens(out)))
     base = {
-        name.endswith("ingest counts"): seconds
-        for name, seconds, _, _ in rows
+        name.endswith("ingest counts"): ratio
+        for name, _, _, ratio, _ in rows
         if name in ("200 candidates, ingest counts", "200 candidates, no counts")
     }
     print(
-        "\nctxbudget by workload (medians; ratio to one encode of its own output, and to the "
-        "200-candidate case with the same counts)"
+        "\nctxbudget by workload (medians; ratio to one encode of its own output, and that "
+        "ratio against the 200-candidate case with the same counts)"
     )
     print("| workload | assemble | one encode | x encode | x 200 candidates | prompt tokens |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, seconds, reference, size in rows:
-        per = seconds / base[name.endswith("ingest counts")]
+    for name, seconds, reference, ratio, size in rows:
+        per = ratio / base[name.endswith("ingest counts")]
         print(
             f"| {name} | {seconds * 1e3:.2f} ms | {reference * 1e3:.2f} ms | "
-            f"{seconds / reference:.2f}x | {per:.2f}x | {size:,} |"
+            f"{ratio:.2f}x | {per:.2f}x | {size:,} |"
         )
 
 
@@ -378,7 +395,7 @@ def print_table(title: str, reference: float, size: int, rows: list[Row]) -> Non
         note = f" ({row.note})" if row.note else ""
         print(
             f"| {row.method}{note} | {row.seconds * 1e3:.2f} ms | "
-            f"{row.seconds / reference:.2f}x | {row.output:,} | {row.limit:,} | "
+            f"{row.ratio:.2f}x | {row.output:,} | {row.limit:,} | "
             f"{row.compliance()} |"
         )
 
