@@ -97,7 +97,9 @@ _CLASSES: dict[str, int] = {chr(code): _class(chr(code)) for code in range(128)}
 def _class_of(char: str) -> int:
     found = _CLASSES.get(char)
     if found is None:
-        found = _CLASSES[char] = _class(char)  # a few thousand distinct characters at most
+        if len(_CLASSES) >= 65_536:  # untrusted text may bring any of 1.1M code points
+            _CLASSES.clear()
+        found = _CLASSES[char] = _class(char)
     return found
 
 
