@@ -15,7 +15,7 @@ from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._exact import Rendered, render_exactly
 from ctxbudget._fence import fence_rule, neutralise_section
 from ctxbudget._history import HistoryClaim
-from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text
+from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
 from ctxbudget._prefix import prefix_hash, volatile_parts
 from ctxbudget._report import Dropped, Report
@@ -117,8 +117,8 @@ class ContextAssembler:
         memory = _text("memory", memory)
         memory = None if memory is None else neutralise_section(memory)
         chunks = check_chunks(chunks)
-        history = _items("history", history, Turn)
-        tools = _items("tools", tools, Tool)
+        history = sequence_of("history", history, Turn)
+        tools = sequence_of("tools", tools, Tool)
         principal = check_principal(principal)
         if system is not None and self.fence_rule:
             system = f"{system}{SECTION_SEPARATOR}{fence_rule(datamarked=self.sources.datamark)}"
@@ -315,20 +315,6 @@ def _required_text(name: str, value: object) -> str:
     if text is None or not text.strip():
         raise InputError(f"{name} must be a non-empty str, but got {value!r}")
     return text
-
-
-def _items(name: str, values: object, kind: type[Any]) -> list[Any]:
-    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
-        raise InputError(
-            f"{name} must be a sequence of {kind.__name__}, but got {type(values).__name__}"
-        )
-    for index, value in enumerate(values):
-        if not isinstance(value, kind):
-            raise InputError(
-                f"{name}[{index}] is a {type(value).__name__}, expected ctxbudget.{kind.__name__}; "
-                f"build it with {kind.__name__}(...) or {kind.__name__}.model_validate(data)"
-            )
-    return list(values)
 
 
 def _require_whole_strings(claims: dict[Claimant, ListClaim[Any]], allocated: Allocated) -> None:

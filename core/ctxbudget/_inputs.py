@@ -16,8 +16,19 @@ import math
 import operator
 import textwrap
 import types
+from collections.abc import Sequence
 from datetime import date, datetime
-from typing import Annotated, Any, Literal, NoReturn, Self, Union, get_args, get_origin
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NoReturn,
+    Self,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
 
 from pydantic import (
     AfterValidator,
@@ -29,7 +40,19 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-__all__ = ["Chunk", "Principal", "Role", "Text", "Tool", "Turn", "check_text"]
+from ctxbudget._errors import InputError
+
+__all__ = [
+    "Chunk",
+    "Principal",
+    "Role",
+    "Text",
+    "Tool",
+    "Turn",
+    "check_text",
+    "check_token_range",
+    "sequence_of",
+]
 
 
 def check_text(value: str) -> str:
@@ -581,3 +604,38 @@ class Principal(_Input):
         default=frozenset(),
         description="The principal's groups; it sees a group-restricted chunk listing any of them.",
     )
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def sequence_of(name: str, values: object, kind: type[_M]) -> list[_M]:
+    """`values` as a list of `kind`, or an `InputError` naming the first item that is not one."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+        raise InputError(
+            f"{name} must be a sequence of {kind.__name__}, but got {type(values).__name__}"
+        )
+    for index, value in enumerate(values):
+        if not isinstance(value, kind):
+            raise InputError(
+                f"{name}[{index}] is a {type(value).__name__}, expected ctxbudget.{kind.__name__}; "
+                f"build it with {kind.__name__}(...) or {kind.__name__}.model_validate(data)"
+            )
+    return list(values)
+
+
+def check_token_range(max_tokens: object, min_tokens: object) -> tuple[int, int]:
+    """A `max_tokens` / `min_tokens` pair as given to a single claimant; `InputError` otherwise."""
+    cap, floor = _token_count("max_tokens", max_tokens), _token_count("min_tokens", min_tokens)
+    if floor > cap:
+        raise InputError(
+            f"min_tokens ({floor}) is greater than max_tokens ({cap}); lower min_tokens or "
+            "raise max_tokens"
+        )
+    return cap, floor
+
+
+def _token_count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{name} must be an int >= 0, but got {value!r}")
+    return value

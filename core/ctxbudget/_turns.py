@@ -14,10 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._allocate import allocate
 from ctxbudget._budget import Allocation
-from ctxbudget._errors import InputError
 from ctxbudget._exact import render_exactly
 from ctxbudget._history import HistoryClaim
-from ctxbudget._inputs import Role, Turn
+from ctxbudget._inputs import Role, Turn, check_token_range, sequence_of
 from ctxbudget._report import Dropped
 from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
 
@@ -63,22 +62,8 @@ def trim_with(
     counter: TokenCounter, turns: Sequence[Turn], *, max_tokens: int, min_tokens: int
 ) -> TrimmedHistory:
     """`trim_turns` with a given counter (the assembler's, whose cache outlives a call)."""
-    if isinstance(turns, str | bytes) or not isinstance(turns, Sequence):
-        raise InputError(f"turns must be a sequence of Turn, but got {type(turns).__name__}")
-    for index, turn in enumerate(turns):
-        if not isinstance(turn, Turn):
-            raise InputError(
-                f"turns[{index}] is a {type(turn).__name__}, expected ctxbudget.Turn; build it "
-                "with Turn(role=..., content=...)"
-            )
-    for name, value in (("max_tokens", max_tokens), ("min_tokens", min_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InputError(f"{name} must be an int >= 0, but got {value!r}")
-    if min_tokens > max_tokens:
-        raise InputError(
-            f"min_tokens ({min_tokens}) is greater than max_tokens ({max_tokens}); lower "
-            "min_tokens or raise max_tokens"
-        )
+    turns = sequence_of("turns", turns, Turn)
+    max_tokens, min_tokens = check_token_range(max_tokens, min_tokens)
     allocation = Allocation("history", min=min_tokens, max=max_tokens, priority=1)
     claim = HistoryClaim(allocation, turns, counter=counter)
     rendered = render_exactly(

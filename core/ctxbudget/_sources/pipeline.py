@@ -20,7 +20,7 @@ from ctxbudget._budget import Allocation
 from ctxbudget._errors import InputError
 from ctxbudget._exact import render_exactly
 from ctxbudget._fence import SourceFormat
-from ctxbudget._inputs import Chunk, Principal
+from ctxbudget._inputs import Chunk, Principal, check_token_range, sequence_of
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped
 from ctxbudget._result import Source
@@ -126,15 +126,7 @@ class Selection(BaseModel):
 
 def check_chunks(chunks: object) -> list[Chunk]:
     """`chunks` as a list, or an `InputError` naming the first item that is not a `Chunk`."""
-    if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
-        raise InputError(f"chunks must be a sequence of Chunk, but got {type(chunks).__name__}")
-    for index, chunk in enumerate(chunks):
-        if not isinstance(chunk, Chunk):
-            raise InputError(
-                f"chunks[{index}] is a {type(chunk).__name__}, expected ctxbudget.Chunk; "
-                "build it with Chunk(...) or Chunk.model_validate(data)"
-            )
-    return list(chunks)
+    return sequence_of("chunks", chunks, Chunk)
 
 
 def check_principal(principal: object) -> Principal | None:
@@ -261,15 +253,7 @@ def select_with(
     now: datetime | None,
 ) -> Selection:
     """`select_sources` with a given counter (the assembler's, whose cache outlives a call)."""
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
-        raise InputError(f"max_tokens must be an int >= 0, but got {max_tokens!r}")
-    if isinstance(min_tokens, bool) or not isinstance(min_tokens, int) or min_tokens < 0:
-        raise InputError(f"min_tokens must be an int >= 0, but got {min_tokens!r}")
-    if min_tokens > max_tokens:
-        raise InputError(
-            f"min_tokens ({min_tokens}) is greater than max_tokens ({max_tokens}); lower "
-            "min_tokens or raise max_tokens"
-        )
+    max_tokens, min_tokens = check_token_range(max_tokens, min_tokens)
     allocation = Allocation("retrieved", min=min_tokens, max=max_tokens, priority=1)
     claim, ruled_out = retrieved_claim(
         allocation,
