@@ -252,10 +252,12 @@ class RetrievedClaim(ListClaim[Chunk]):
     def _rejecting_beside(
         self, document: Chunk
     ) -> Callable[[Chunk, list[Chunk]], DropReason | None]:
-        """A dedup check that also counts `document` as kept."""
+        """A dedup check that also counts `document`, and each retrieved chunk of it, as kept:
+        a near-copy of one of its sections may not pass for new beside the whole document."""
+        inside = [document, *(c for c in self.items if c.document_id == document.id)]
 
         def reject(candidate: Chunk, kept: list[Chunk]) -> DropReason | None:
-            return self._reject(candidate, [document, *kept])
+            return self._reject(candidate, [*inside, *kept])
 
         return reject
 
