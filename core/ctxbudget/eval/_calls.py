@@ -52,10 +52,12 @@ def answer_all(
         ThreadPoolExecutor(max_workers=min(check_workers(workers), max(len(unique), 1))) as pool,
     ):
         futures = {pool.submit(generate, p): p for p in unique}
+        order = {future: index for index, future in enumerate(futures)}
         pending: set[Future[str]] = set(futures)
         while pending:
             done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-            for future in done:
+            # In prompt order: of the calls that failed together, the earliest is raised.
+            for future in sorted(done, key=order.__getitem__):
                 if future.exception() is not None:
                     for other in pending:
                         other.cancel()
