@@ -19,6 +19,10 @@ settings.register_profile(
 settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=1_000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# Every count of joined parts is checked against a full encode of the joined text: the
+# join rule (README "Speed") is proven on every prompt the suite builds, not only its own tests.
+os.environ.setdefault("CTXBUDGET_VERIFY_JOINS", "1")
+
 _WORD = re.compile(r"\w+|[^\w\s]|\s+")
 
 
