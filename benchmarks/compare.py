@@ -371,7 +371,7 @@ def scaling(repeat: int, clock: Clock) -> None:
     }
     print(
         "\nctxbudget by workload (medians; ratio to one encode of its own output, and that "
-        "ratio against the 200-candidate case with the same counts)"
+        "ratio against the 200-candidate case with the same counts)\n"
     )
     print("| workload | assemble | one encode | x encode | x 200 candidates | prompt tokens |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -384,7 +384,7 @@ def scaling(repeat: int, clock: Clock) -> None:
 
 
 def print_table(title: str, reference: float, size: int, rows: list[Row]) -> None:
-    print(f"\n{title} (medians; prompt of {size:,} tokens; budget {BUDGET:,})")
+    print(f"\n{title} (medians; prompt of {size:,} tokens; budget {BUDGET:,})\n")
     print("| method | time | x one encode | output tokens | limit | compliance |")
     print("|---|---:|---:|---:|---:|---|")
     print(
@@ -438,7 +438,7 @@ def memory_probe(candidates: int, traced: bool) -> dict[str, int]:
 def memory() -> None:
     print(
         "\nMemory of one assembly (a fresh process per figure): what the inputs (chunks and "
-        "turns) take, and what assembling adds at its peak"
+        "turns) take, and what assembling adds at its peak\n"
     )
     print("| candidates | measured as | inputs | + assembly at peak | peak / inputs |")
     print("|---:|---|---:|---:|---:|")
