@@ -184,12 +184,7 @@ class ContextAssembler:
         `max_tokens` and `min_tokens` default to the budget's `retrieved` allocation
         (its max, capped by what the budget has available, and its min).
         """
-        allocation = self.budget.allocation("retrieved")
-        if max_tokens is None:
-            cap = None if allocation is None else allocation.max
-            max_tokens = self.budget.available if cap is None else min(cap, self.budget.available)
-        if min_tokens is None:
-            min_tokens = 0 if allocation is None else min(allocation.min, max_tokens)
+        max_tokens, min_tokens = self._range("retrieved", max_tokens, min_tokens)
         return select_with(
             self.counter,
             chunks,
@@ -212,13 +207,21 @@ class ContextAssembler:
 
         `max_tokens` and `min_tokens` default to the budget's `history` allocation.
         """
-        allocation = self.budget.allocation("history")
+        max_tokens, min_tokens = self._range("history", max_tokens, min_tokens)
+        return trim_with(self.counter, turns, max_tokens=max_tokens, min_tokens=min_tokens)
+
+    def _range(
+        self, name: Claimant, max_tokens: int | None, min_tokens: int | None
+    ) -> tuple[int, int]:
+        """A single claimant's token range: as given, else its allocation's max (capped by
+        what the budget has available) and min."""
+        allocation = self.budget.allocation(name)
         if max_tokens is None:
             cap = None if allocation is None else allocation.max
             max_tokens = self.budget.available if cap is None else min(cap, self.budget.available)
         if min_tokens is None:
             min_tokens = 0 if allocation is None else min(allocation.min, max_tokens)
-        return trim_with(self.counter, turns, max_tokens=max_tokens, min_tokens=min_tokens)
+        return max_tokens, min_tokens
 
     def _result(
         self, rendered: Rendered, allocated: Allocated, ruled_out: list[Dropped]

@@ -951,3 +951,8 @@ def test_warnings_do_not_reach_stderr_when_the_app_configured_no_logging() -> No
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stderr == ""
+
+
+def test_sources_that_are_not_source_options_raise() -> None:
+    with pytest.raises(TypeError, match=r"sources must be a SourceOptions, not dict"):
+        ContextAssembler(tokenizer="o200k_base", sources={"order": "relevance"})  # type: ignore[arg-type]
