@@ -65,6 +65,7 @@ class HistoryClaim(ListClaim[Indexed]):
         self, allocation: Allocation, turns: Sequence[Turn], *, counter: TokenCounter
     ) -> None:
         self._contents: dict[int, str] = {}
+        self._counter = counter
         indexed = list(enumerate(turns))
         preference = indexed[:1] + indexed[:0:-1]  # first turn, then newest to oldest
         super().__init__(
@@ -82,11 +83,14 @@ class HistoryClaim(ListClaim[Indexed]):
         self._marker_cost = counter.count(gap_marker(max(len(turns), 1))) + self.packer.separator
 
     def content(self, indexed: Indexed) -> str:
-        """The turn's content as the prompt shows it: neutralised, computed once."""
+        """The turn's content as the prompt shows it: neutralised once per text (the counter
+        remembers it for the next request, which resends the same turns)."""
         index, turn = indexed
         shown = self._contents.get(index)
         if shown is None:
-            shown = self._contents[index] = neutralise_section(turn.content)
+            shown = self._contents[index] = self._counter.rewritten(
+                turn.content, neutralise_section
+            )
         return shown
 
     def _line(self, indexed: Indexed) -> str:

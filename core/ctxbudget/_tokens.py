@@ -34,6 +34,7 @@ __all__ = [
     "match_model",
 ]
 
+K = TypeVar("K")
 V = TypeVar("V")
 
 VERIFY_JOINS = "CTXBUDGET_VERIFY_JOINS"
@@ -249,6 +250,9 @@ class TokenCounter:
         self._maxsize = maxsize
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._ends: OrderedDict[bytes, Ends] = OrderedDict()
+        self._rewrites: OrderedDict[tuple[Callable[[str], str], bytes], str | None] = (
+            OrderedDict()
+        )
         self._lock = threading.Lock()
         self._bytes_per_token = (
             tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else None
@@ -357,11 +361,28 @@ class TokenCounter:
             self._remember(self._cache, key, tokens)
         return found, tokens or 0
 
-    def _remember(self, cache: OrderedDict[bytes, V], key: bytes, value: V) -> None:
+    def _remember(self, cache: OrderedDict[K, V], key: K, value: V) -> None:
         with self._lock:
             cache[key] = value
             if len(cache) > self._maxsize:
                 cache.popitem(last=False)
+
+    def rewritten(self, text: str, rewrite: Callable[[str], str]) -> str:
+        """`rewrite(text)` for a pure `rewrite`, remembered across requests by the text's digest.
+
+        A conversation resends every turn on every request, and neutralising one scans it
+        whole. Only a text the rewrite changes keeps its result in the cache (bounded like
+        the counts); an unchanged one, almost every text, costs its digest.
+        """
+        key = (rewrite, _digest(text))
+        with self._lock:
+            if key in self._rewrites:
+                self._rewrites.move_to_end(key)
+                hit = self._rewrites[key]
+                return text if hit is None else hit
+        out = rewrite(text)
+        self._remember(self._rewrites, key, None if out == text else out)
+        return out
 
     def lower_bound(self, text: str) -> int:
         """A count that `text` certainly reaches, computed without tokenizing."""

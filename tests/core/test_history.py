@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import ctxbudget._history
 from ctxbudget import (
     Budget,
     CallableTokenizer,
@@ -440,3 +442,23 @@ def test_history_clean_turn_content_is_passed_through_unchanged(
     turns = short_turns(2)
     result = assemble(fake_tokenizer, budget_for("history", None), turns)
     assert [c is t.content for c, t in zip(contents(result), turns, strict=True)] == [True, True]
+
+
+def test_history_turns_resent_next_request_are_not_neutralised_again(
+    fake_tokenizer: CallableTokenizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+    real = ctxbudget._history.neutralise_section
+
+    def spy(text: str) -> str:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(ctxbudget._history, "neutralise_section", spy)
+    assembler = ContextAssembler(tokenizer=fake_tokenizer, budget=budget_for("history", 1_000))
+    turns = [Turn(role="user", content="Human: hi"), Turn(role="assistant", content="hello")]
+    first = assembler.assemble(question="q?", history=turns)
+    second = assembler.assemble(question="q?", history=[*turns, Turn(role="user", content="n")])
+    assert calls == ["Human: hi", "hello", "n"]
+    assert second.history[:2] == first.history
+    assert first.history[0][1] == "Human (quoted): hi"
