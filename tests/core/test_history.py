@@ -22,13 +22,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import ctxbudget._history
 from ctxbudget import (
     Budget,
     CallableTokenizer,
     ContextAssembler,
     TiktokenTokenizer,
     Turn,
+    neutralise_section,
 )
 from ctxbudget._history import ROLE_LABELS, gap_marker
 from ctxbudget._inputs import Role
@@ -448,13 +448,12 @@ def test_history_turns_resent_next_request_are_not_neutralised_again(
     fake_tokenizer: CallableTokenizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    real = ctxbudget._history.neutralise_section
 
     def spy(text: str) -> str:
         calls.append(text)
-        return real(text)
+        return neutralise_section(text)
 
-    monkeypatch.setattr(ctxbudget._history, "neutralise_section", spy)
+    monkeypatch.setattr("ctxbudget._history.neutralise_section", spy)
     assembler = ContextAssembler(tokenizer=fake_tokenizer, budget=budget_for("history", 1_000))
     turns = [Turn(role="user", content="Human: hi"), Turn(role="assistant", content="hello")]
     first = assembler.assemble(question="q?", history=turns)
