@@ -65,6 +65,7 @@ class HistoryClaim(ListClaim[Indexed]):
         self, allocation: Allocation, turns: Sequence[Turn], *, counter: TokenCounter
     ) -> None:
         self._contents: dict[int, str] = {}
+        self._lines: dict[int, tuple[str, int]] = {}
         self._counter = counter
         indexed = list(enumerate(turns))
         preference = indexed[:1] + indexed[:0:-1]  # first turn, then newest to oldest
@@ -76,6 +77,7 @@ class HistoryClaim(ListClaim[Indexed]):
             kind="turn",
             key=_turn_key,
             text=self._line,
+            bound=self._bound,
             display=lambda it: it[0],
         )
         self._count = len(turns)
@@ -94,7 +96,19 @@ class HistoryClaim(ListClaim[Indexed]):
         return shown
 
     def _line(self, indexed: Indexed) -> str:
-        return f"{ROLE_LABELS[indexed[1].role]}: {self.content(indexed)}"
+        return self._shown_line(indexed)[0]
+
+    def _bound(self, indexed: Indexed) -> int:
+        return self._shown_line(indexed)[1]
+
+    def _shown_line(self, indexed: Indexed) -> tuple[str, int]:
+        """The turn's line in the conversation section and its free lower bound, built once
+        per claim (allocation packs the turns several times)."""
+        found = self._lines.get(indexed[0])
+        if found is None:
+            line = f"{ROLE_LABELS[indexed[1].role]}: {self.content(indexed)}"
+            found = self._lines[indexed[0]] = (line, self._counter.lower_bound(line))
+        return found
 
     def fit(self, grant: int) -> Fit[Indexed]:
         """Keep turns in preference order while they and the markers their gaps need fit.
