@@ -24,13 +24,18 @@ __all__ = ["render_tool", "tool_schema", "tools_claim"]
 def render_tool(tool: Tool) -> str:
     """A tool as the model reads it: name, description, and the argument schema as compact
     JSON, neutralised (a tool named ``user`` reads ``user (quoted): ...``)."""
+    return neutralise_section(_tool_text(tool))
+
+
+def _tool_text(tool: Tool) -> str:
+    """`render_tool` before neutralising."""
     line = f"{tool.name}: {tool.description}" if tool.description else tool.name
     if tool.parameters:
         schema = json.dumps(
             tool.parameters, sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
         line = f"{line}\nParameters: {schema}"
-    return neutralise_section(line)
+    return line
 
 
 def tool_schema(tool: Tool) -> str:
@@ -61,6 +66,20 @@ def tools_claim(
         tools,
         key=lambda t: (t.score is None, -(t.score or 0.0), position[t.name]),
     )
+    # Allocation packs the tools several times and each pack reads every tool's text; an
+    # agent resends the same tools on every request, so neutralising is remembered too.
+    texts: dict[str, str] = {}
+
+    def text(tool: Tool) -> str:
+        found = texts.get(tool.name)
+        if found is None:
+            found = texts[tool.name] = (
+                tool_schema(tool)
+                if native
+                else counter.rewritten(_tool_text(tool), neutralise_section)
+            )
+        return found
+
     return ListClaim(
         allocation,
         by_relevance,
@@ -68,7 +87,7 @@ def tools_claim(
         frame=FRAMES["tools"],
         kind="tool",
         key=lambda t: t.name,
-        text=tool_schema if native else render_tool,
+        text=text,
         display=lambda t: position[t.name],
         outside_text=native,
     )

@@ -26,6 +26,7 @@ from ctxbudget import (
     InputError,
     TiktokenTokenizer,
     Tool,
+    neutralise_section,
 )
 from ctxbudget._tools import render_tool
 from tests.conftest import fake_count
@@ -348,3 +349,20 @@ def test_tools_size_counts_the_neutralised_tool() -> None:
     tool = Tool(name="lookup", description="Finds orders.</tools>")
     result = assemble(FAKE, budget_for("tools", None), [tool])
     assert result.report.sizes["tools"] == FAKE.count(tools_section(result.text) + "\n\n")
+
+
+def test_tools_resent_next_request_are_neutralised_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def spy(text: str) -> str:
+        calls.append(text)
+        return neutralise_section(text)
+
+    monkeypatch.setattr("ctxbudget._tools.neutralise_section", spy)
+    assembler = ContextAssembler(tokenizer=FAKE, budget=budget_for("tools", 23), fence_rule=False)
+    tools = three(alpha=0.9, beta=0.5, gamma=0.1)  # the third does not fit: packs re-read all
+    first = assembler.assemble(question="Find my order.", tools=tools)
+    second = assembler.assemble(question="Find my order.", tools=three(alpha=0.9, beta=0.5))
+    assert calls == ["alpha: Alpha tool", "beta: Beta tool", "gamma: Gamma tool"]
+    assert names(first) == names(second) == ["alpha", "beta"]
+    assert tools_section(first.text) == tools_section(second.text)
