@@ -25,7 +25,7 @@ from ctxbudget import (
     SourceOptions,
     TiktokenTokenizer,
 )
-from ctxbudget._sources.dedup import Dedup, Deduplicator, cosine, jaccard, shingles
+from ctxbudget._sources.dedup import Dedup, Deduplicator, Shingles, cosine, jaccard, shingles
 from tests.factories import budget_for
 
 OFF = Dedup(jaccard=None, containment=None, cosine=None)
@@ -96,7 +96,7 @@ def test_shingles_size_parameter() -> None:
 
 
 # One-word shingles, for the set arithmetic of jaccard.
-A, B, C, D = ("a",), ("b",), ("c",), ("d",)
+A, B, C, D = (b"a",), (b"b",), (b"c",), (b"d",)
 
 
 def test_jaccard_identical_is_one() -> None:
@@ -256,6 +256,20 @@ def test_deduplicator_cosine_needs_both_embeddings() -> None:
     b = chunk("b", words("b", 20))
 
     assert Deduplicator(Dedup()).duplicates(b, [a]) is None
+
+
+def test_deduplicator_embeddings_apart_with_text_dedup_off_is_distinct() -> None:
+    a = chunk("a", words("w", 20), embedding=(1.0, 0.0))
+    b = chunk("b", a.content, embedding=(0.0, 1.0))
+    settings = Dedup(jaccard=None, containment=None)
+
+    assert Deduplicator(settings).duplicates(b, [a]) is None
+
+
+def test_deduplicator_candidate_without_words_is_distinct() -> None:
+    a = chunk("a", "-- !! --")
+
+    assert Deduplicator(Dedup()).duplicates(chunk("b", a.content), [a]) is None
 
 
 def test_deduplicator_all_off_never_duplicate() -> None:
@@ -539,7 +553,7 @@ def shingled(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     calls: Counter[str] = Counter()
     real = ctxbudget._sources.dedup.shingles
 
-    def spy(text: str, size: int = 5) -> frozenset[tuple[str, ...]]:
+    def spy(text: str, size: int = 5) -> Shingles:
         calls[text] += 1
         return real(text, size)
 

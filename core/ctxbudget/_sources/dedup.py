@@ -9,15 +9,84 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._inputs import Chunk
 
-__all__ = ["Dedup", "Deduplicator", "cosine", "jaccard", "shingles"]
+__all__ = ["Dedup", "Deduplicator", "Shingles", "cosine", "jaccard", "shingles"]
+
+Shingles: TypeAlias = frozenset[tuple[bytes, ...]]
+"""A text's word windows, each word case-folded and UTF-8 encoded."""
 
 _WORD: Final = re.compile(r"\w+")
+_NON_WORD: Final = re.compile(r"\W")
+
+
+def _fold(char: str) -> str:
+    """One character as the words are read from it: case-folded, each non-word character of
+    the fold a space."""
+    return _NON_WORD.sub(" ", char.casefold())
+
+
+_ASCII: Final = bytes(range(128))
+_ASCII_FOLD: Final = bytes(ord(_fold(chr(byte))) for byte in _ASCII) + bytes(range(128, 256))
+"""A `bytes.translate` table: `_fold` of every ASCII byte, the bytes of other characters kept."""
+_DENSE: Final = 2
+"""Text with more than one non-ASCII character in this many is read by the regular expression:
+looking at its distinct characters one by one would cost more."""
+_MAX_REWRITES: Final = 32
+"""Distinct characters rewritten in the bytes at most: each rewrite is one pass over the text."""
+
+
+def _words_by_regex(text: str) -> list[bytes]:
+    """The words by their definition, `\\w+` runs of the case-folded text, UTF-8 encoded
+    (words hold no whitespace, so one encode of them joined by spaces serves)."""
+    return " ".join(_WORD.findall(text.casefold())).encode("utf-8").split()
+
+
+def _rewrite(char: str) -> bytes:
+    """What stands for the non-ASCII `char` in the folded bytes: its `_fold`, or, when that is
+    all spaces, one space per byte of its encoding (any run of spaces parts words alike, and
+    a replacement of the same length is the fast one)."""
+    fold = _fold(char)
+    if fold.isspace():
+        return b" " * len(char.encode("utf-8"))
+    return fold.encode("utf-8")
+
+
+def _words(text: str) -> list[bytes]:
+    """`_words_by_regex(text)`, for most text without the regular expression.
+
+    The regex tests each character for `\\w` in Python's Unicode tables and builds a string
+    per word: more than a tiktoken encode of the text costs. This is exact and cheaper: case
+    folding and the `\\w` test each look at one character, so the words are the runs of
+    non-spaces once every character is replaced by its `_fold`. One `translate` does that for
+    every ASCII byte. A non-ASCII character that is a word character and its own fold stays
+    as it is; each other one (punctuation, emoji, capitals) is replaced in the UTF-8 bytes,
+    where its encoding can only match at a character boundary. A replacement never brings in
+    a character that another one replaces, since a fold is its own fold (tests check this,
+    and the rest, over every code point).
+    """
+    try:
+        folded = text.encode("utf-8").translate(_ASCII_FOLD)
+    except UnicodeEncodeError:  # a lone surrogate: no UTF-8 to work on
+        return _words_by_regex(text)
+    if not text.isascii():
+        others = folded.translate(None, _ASCII)  # the UTF-8 of the non-ASCII characters
+        if (len(text) - (len(folded) - len(others))) * _DENSE > len(text):
+            return _words_by_regex(text)
+        rewrites = [
+            char
+            for char in set(others.decode("utf-8"))
+            if not (char.isalnum() and char.casefold() == char)  # i.e. _fold(char) != char
+        ]
+        if len(rewrites) > _MAX_REWRITES:
+            return _words_by_regex(text)
+        for char in rewrites:
+            folded = folded.replace(char.encode("utf-8"), _rewrite(char))
+    return folded.split()
 
 
 class Dedup(BaseModel):
@@ -34,16 +103,16 @@ class Dedup(BaseModel):
     shingle_size: int = Field(default=5, ge=1)
 
 
-def shingles(text: str, size: int = 5) -> frozenset[tuple[str, ...]]:
+def shingles(text: str, size: int = 5) -> Shingles:
     """The `size`-word windows of `text`, case-folded; a text of `size` words or fewer is one."""
-    words = _WORD.findall(text.casefold())
+    words = _words(text)
     if len(words) <= size:
         return frozenset({tuple(words)}) if words else frozenset()
     # zip builds and hashes the windows in C; this is the hot loop of dedup.
     return frozenset(zip(*(words[i:] for i in range(size)), strict=False))
 
 
-def jaccard(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> float:
+def jaccard(a: Shingles, b: Shingles) -> float:
     """Size of the intersection over size of the union; 0 when either set is empty."""
     if not a or not b:
         return 0.0
@@ -67,11 +136,11 @@ class Deduplicator:
     def __init__(self, settings: Dedup) -> None:
         self._settings = settings
         # Keyed by id and text: an escalated document may share its id with one of its chunks.
-        self._shingles: dict[tuple[str, str], frozenset[tuple[str, ...]]] = {}
+        self._shingles: dict[tuple[str, str], Shingles] = {}
         # By identity, holding both chunks so that their ids cannot be reused.
         self._pairs: dict[tuple[int, int], tuple[Chunk, Chunk, bool]] = {}
 
-    def _of(self, chunk: Chunk) -> frozenset[tuple[str, ...]]:
+    def _of(self, chunk: Chunk) -> Shingles:
         key = (chunk.id, chunk.content)
         cached = self._shingles.get(key)
         if cached is None:
@@ -110,9 +179,15 @@ class Deduplicator:
         if not mine:
             return False
         theirs = self._of(other)
-        inter = len(mine & theirs)
-        if not inter:
+        # Both ratios only grow with the shingles shared, and float division is monotonic:
+        # when sharing all of the smaller set would fall short, no intersection is needed.
+        if not self._near(min(len(mine), len(theirs)), len(mine), len(theirs)):
             return False
-        if s.jaccard is not None and inter / (len(mine) + len(theirs) - inter) >= s.jaccard:
+        return self._near(len(mine & theirs), len(mine), len(theirs))
+
+    def _near(self, shared: int, mine: int, theirs: int) -> bool:
+        """Whether sets of `mine` and `theirs` shingles sharing `shared` are near-duplicates."""
+        s = self._settings
+        if s.jaccard is not None and shared / (mine + theirs - shared) >= s.jaccard:
             return True
-        return s.containment is not None and inter / len(mine) >= s.containment
+        return s.containment is not None and shared / mine >= s.containment
