@@ -103,8 +103,8 @@ _FILLERS: Final = "\u115f\u1160\u3164\uffa0\u2800"
 
 # Every character that starts a new line for a reader; the view makes each one "\n".
 _LINE_BREAKS: Final = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-_ASCII_BREAK: Final = re.compile("[\r\x0b\x0c\x1c\x1d\x1e]")
-_ASCII_BREAKS: Final = str.maketrans(dict.fromkeys("\r\x0b\x0c\x1c\x1d\x1e", "\n"))
+_ASCII_BREAK_CHARS: Final = "\r\x0b\x0c\x1c\x1d\x1e"
+_ASCII_BREAKS: Final = str.maketrans(dict.fromkeys(_ASCII_BREAK_CHARS, "\n"))
 
 # Non-ASCII characters whose skeleton is "l" are drawn like l, I, 1 or |: the view
 # writes them all as this one letter (itself one of them), which the keyword patterns
@@ -160,10 +160,10 @@ class _Tables:
 
     view: dict[int, str]
     """Each character whose view differs from itself, and its view ("" if invisible)."""
+    changing: frozenset[str]
+    """The characters `view` changes."""
     attention: re.Pattern[str]
     """Runs of characters the view may change: the keys of `view`, and every astral character."""
-    triggers: re.Pattern[str]
-    """A character whose view holds <, [ or : — without one no pattern can match."""
     resized: re.Pattern[str]
     """Runs of characters whose view is not one character, and of astral characters."""
     visible: re.Pattern[str]
@@ -215,12 +215,11 @@ def _tables() -> _Tables:
         if viewed != char and _matters(viewed):
             view[ord(char)] = viewed
     bmp = {point for point in view if point <= 0xFFFF}
-    triggered = {p for p, v in view.items() if "<" in v or "[" in v or ":" in v}
     hidden = {p for p, v in view.items() if p <= 0xFFFF and not v.strip()}
     return _Tables(
         view=view,
+        changing=frozenset(map(chr, view)),
         attention=re.compile(f"[{_class(bmp)}{_ASTRAL}]+"),
-        triggers=re.compile(f"[<\\[:{_class(triggered)}]"),
         resized=re.compile(f"[{_class({p for p in bmp if len(view[p]) != 1})}{_ASTRAL}]+"),
         visible=re.compile(f"[^\\s{_class(hidden)}{_ASTRAL}]"),
         erasable=re.compile(f"[{_class({p for p in hidden if not view[p]})}{_ASTRAL}]"),
@@ -292,13 +291,54 @@ class _View:
         return text_start + char, offsets[char]
 
 
-def _view(text: str) -> _View:
-    """The normalised view of `text`: one regex pass and a translate per changed run, or,
-    where changed runs are dense (Cyrillic, Greek), one translate of the whole text."""
+# ASCII bytes the view keeps as they are. Deleting them from a text's UTF-8 leaves the
+# encoding of every other character whole and in order: UTF-8 writes a non-ASCII
+# character in bytes >= 0x80 only.
+_KEPT_ASCII: Final = bytes(b for b in range(0x80) if chr(b) not in _ASCII_BREAK_CHARS)
+
+_FEW_CHANGED: Final = 64
+"""Most distinct changed characters the view makes by one str.replace each."""
+
+
+def _unusual(text: str) -> str:
+    """Every non-ASCII character of `text` and every ASCII line break but ``\\n``, in order.
+
+    An encode and a bytes.translate, about 2 ns a character where a regex class scan
+    over the text costs 5; on prose the result is a few dozen characters.
+    """
+    utf8 = text.encode("utf-8", "surrogatepass")
+    return utf8.translate(None, _KEPT_ASCII).decode("utf-8", "surrogatepass")
+
+
+def _changed(text: str, unusual: str | None = None) -> str | None:
+    """The distinct characters of `text` that its view changes (`unusual` is
+    `_unusual(text)`, if known); None where finding them would cost more than
+    `_view_by_runs` does (text mostly non-ASCII, or many of them)."""
+    if text.isascii():  # a few memchr scans
+        return "".join([char for char in _ASCII_BREAK_CHARS if char in text])
+    if unusual is None:
+        unusual = _unusual(text)
+    changed = _tables().changing.intersection(unusual)
+    return "".join(changed) if len(changed) <= _FEW_CHANGED else None
+
+
+def _view_text(text: str, changed: str | None) -> str:
+    """The normalised view of `text`, whose changed characters are `changed` (`_changed`)."""
+    if changed is None:
+        return _view_by_runs(text)
     if text.isascii():
-        if _ASCII_BREAK.search(text) is None:
-            return _View(text, text)
-        return _View(text.translate(_ASCII_BREAKS), text)
+        return text.translate(_ASCII_BREAKS) if changed else text
+    view = _tables().view
+    # No view holds a character the view changes (tests/core/test_fence_fast.py), so
+    # replacing the changed characters one after another is the one-pass translate.
+    for char in changed:
+        text = text.replace(char, view[ord(char)])
+    return text
+
+
+def _view_by_runs(text: str) -> str:
+    """The view of non-ASCII `text`: one regex pass and a translate per changed run, or,
+    where changed runs are dense (Cyrillic, Greek), one translate of the whole text."""
     tables = _tables()
     pieces: list[str] = []
     cursor = 0
@@ -310,13 +350,13 @@ def _view(text: str) -> _View:
         # A Python step per run costs about what translating ten characters does: once
         # runs come that often, one translate of the whole text is cheaper.
         if len(pieces) > 128 and len(pieces) * 5 > match.end():
-            return _View(text.translate(tables.view), text)
+            return text.translate(tables.view)
         pieces += (text[cursor : match.start()], viewed)
         cursor = match.end()
     if not pieces:
-        return _View(text, text)
+        return text
     pieces.append(text[cursor:])
-    return _View("".join(pieces), text)
+    return "".join(pieces)
 
 
 # --- what to look for, and what it becomes --------------------------------------------------
@@ -346,9 +386,9 @@ def _tags(names: list[str]) -> re.Pattern[str]:
 _DECORATION: Final = "(?:[^\\S\\n]|[>#*_~])*+"  # indentation, quote marks, markdown emphasis
 
 _SPECIAL_TOKEN: Final = re.compile(f"<[|{_STAND_IN}][^|{_STAND_IN}<>\\n]{{1,64}}+[|{_STAND_IN}]>")
-_INST: Final = re.compile(
-    f"\\[[\\s/\\\\]*+{_word('inst')}[^\\S\\n]*+\\]|<<[\\s/\\\\]*+sys[^\\S\\n]*+>>", re.IGNORECASE
-)
+_INST_BRACKET: Final = f"\\[[\\s/\\\\]*+{_word('inst')}[^\\S\\n]*+\\]"
+_INST_SYS: Final = "<<[\\s/\\\\]*+sys[^\\S\\n]*+>>"
+_INST: Final = re.compile(f"{_INST_BRACKET}|{_INST_SYS}", re.IGNORECASE)
 _HEADER: Final = re.compile(
     f"(?m)^{_DECORATION}\\[[^\\S\\n]*+\\d{{1,6}}+[^\\S\\n]*+\\]",
 )
@@ -394,41 +434,123 @@ class _Rule:
     defuse: Callable[[re.Match[str]], str]
 
 
-_ALWAYS: Final = (
-    _Rule(_SPECIAL_TOKEN, "<", _escaped),
-    _Rule(_INST, "[<", _marker),
-    _Rule(_HEADER, "[", _bracketed),
-    _Rule(_ROLE, ":", _quoted),
-)
-_SOURCE_RULES: Final[dict[SourceFormat, tuple[_Rule, ...]]] = {
-    "markdown": (_Rule(_FENCE_TAGS, "<", _escaped), *_ALWAYS),
-    "xml": (_Rule(_SOURCE_TAGS, "<", _escaped), *_ALWAYS),
+# --- telling fast that nothing matches ------------------------------------------------------
+#
+# Almost no text holds a look-alike, and finding that out used to cost more than
+# tokenizing the text: every pattern tried at every position of the view, the "^" ones
+# included. But each match begins at a "<" or a "[" of the view (tags, special tokens,
+# [INST], <<SYS>>), or at the start of a line holding a "[" (headers) or a ":" (roles),
+# and the view's "<", "[" and ":" are where str.find says. So the patterns beginning
+# with "<" are searched as one, from the first "<", with that literal first character
+# (sre skips to each occurrence at memchr-like speed, and tries the rest only there);
+# likewise [INST] from the first "["; a line pattern is matched at the start of the line
+# holding the first "[" or ":", and searched after each later "\n". Each is the same
+# pattern, tried at every place a match of it can begin: the answer is exact.
+
+
+def _after(lead: str, patterns: list[re.Pattern[str]]) -> re.Pattern[str]:
+    """One pattern matching where any of `patterns` does, each of which begins with the
+    literal `lead`: `lead`, then their rests as alternatives, each under its own flags."""
+    rests = [
+        f"(?{'i' if p.flags & re.IGNORECASE else ''}:{p.pattern.removeprefix(lead)})"
+        for p in patterns
+    ]
+    return re.compile(f"{lead}(?:{'|'.join(rests)})")
+
+
+def _after_break(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """A ``(?m)^`` pattern as one that begins with the ``\\n`` before the line it matches
+    (a literal first character sre skips to fast, where it tries ``^`` everywhere)."""
+    return re.compile("\n" + pattern.pattern.removeprefix("(?m)^"), pattern.flags & re.IGNORECASE)
+
+
+_INST_AT_BRACKET: Final = re.compile(_INST_BRACKET, re.IGNORECASE)
+_HEADER_AFTER_BREAK: Final = _after_break(_HEADER)
+_ROLE_AFTER_BREAK: Final = _after_break(_ROLE)
+
+
+@dataclass(frozen=True)
+class _Rules:
+    """The rules for one kind of text, and their patterns that begin with ``<`` as one."""
+
+    rules: tuple[_Rule, ...]
+    at_angle: re.Pattern[str]
+
+    def match_somewhere(self, view: str) -> bool:
+        """Whether a rule matches somewhere in `view`: what running them all would say."""
+        angle = view.find("<")
+        if angle >= 0 and self.at_angle.search(view, angle) is not None:
+            return True
+        bracket = view.find("[")
+        if bracket >= 0 and (
+            _INST_AT_BRACKET.search(view, bracket) is not None
+            or _on_a_line(_HEADER, _HEADER_AFTER_BREAK, view, "[", bracket)
+        ):
+            return True
+        colon = view.find(":")
+        return colon >= 0 and _on_a_line(_ROLE, _ROLE_AFTER_BREAK, view, ":", colon)
+
+
+_LINES_TRIED: Final = 4
+"""Lines a line-start pattern is matched on one by one, before one search of the rest."""
+
+
+def _on_a_line(
+    pattern: re.Pattern[str], after_break: re.Pattern[str], view: str, char: str, index: int
+) -> bool:
+    """Whether line-start `pattern`, which needs `char` on its line, matches in `view`, where
+    the first `char` is at `index` (`after_break` is `pattern` after a ``\\n``)."""
+    for _ in range(_LINES_TRIED):
+        start = view.rfind("\n", 0, index) + 1
+        if pattern.match(view, start) is not None:
+            return True
+        index = view.find("\n", index)  # the next line
+        if index < 0:
+            return False
+        index = view.find(char, index)
+        if index < 0:
+            return False
+    # Many lines hold `char`: one search tries every line from the next one holding it.
+    return after_break.search(view, view.rfind("\n", 0, index)) is not None
+
+
+def _rules(tags: re.Pattern[str]) -> _Rules:
+    return _Rules(
+        rules=(
+            _Rule(tags, "<", _escaped),
+            _Rule(_SPECIAL_TOKEN, "<", _escaped),
+            _Rule(_INST, "[<", _marker),
+            _Rule(_HEADER, "[", _bracketed),
+            _Rule(_ROLE, ":", _quoted),
+        ),
+        at_angle=_after("<", [tags, _SPECIAL_TOKEN, re.compile(_INST_SYS, re.IGNORECASE)]),
+    )
+
+
+_SOURCE_RULES: Final[dict[SourceFormat, _Rules]] = {
+    "markdown": _rules(_FENCE_TAGS),
+    "xml": _rules(_SOURCE_TAGS),
 }
-_SECTION_RULES: Final = (_Rule(_SECTION_TAGS, "<", _escaped), *_ALWAYS)
+_SECTION_RULES: Final = _rules(_SECTION_TAGS)
 
 
-def _triggered(text: str) -> bool:
-    """Whether any pattern could match `text`: each needs a <, [ or : in the view."""
-    if text.isascii():
-        return "<" in text or "[" in text or ":" in text
-    return _tables().triggers.search(text) is not None
-
-
-def _rewrite(text: str, rules: tuple[_Rule, ...]) -> str:
-    """`text` with every look-alike found on its view rewritten; `text` itself if none."""
-    while _triggered(text):
-        view = _view(text)
-        active = [r for r in rules if any(t in view.text for t in r.triggers)]
+def _rewrite(text: str, rules: _Rules, changed: str | None) -> str:
+    """`text`, whose changed characters are `changed` (`_changed`), with every look-alike
+    found on its view rewritten; `text` itself if none."""
+    while True:
+        viewed = _view_text(text, changed)
+        if not rules.match_somewhere(viewed):
+            return text
+        view = _View(viewed, text)
+        active = [r for r in rules.rules if any(t in viewed for t in r.triggers)]
         found = sorted(
             (
                 (match.start(), -match.end(), order, match, rule)
                 for order, rule in enumerate(active)
-                for match in rule.pattern.finditer(view.text)
+                for match in rule.pattern.finditer(viewed)
             ),
             key=lambda item: item[:3],
         )
-        if not found:
-            return text
         out: list[str] = []
         cursor = 0
         overlapped = False
@@ -442,22 +564,27 @@ def _rewrite(text: str, rules: tuple[_Rule, ...]) -> str:
             # A match can begin or end inside one character's expansion (a ligature):
             # the rest of that character's view stays beside the rewritten part.
             out.append(
-                view.text[view_start : match.start()]
+                viewed[view_start : match.start()]
                 + rule.defuse(match)
-                + view.text[match.end() : view_end]
+                + viewed[match.end() : view_end]
             )
             cursor = end
         out.append(text[cursor:])
         text = "".join(out)
         if not overlapped:
-            break
-    return text
+            return text
+        changed = _changed(text)
 
 
-def _stripped(text: str) -> str:
-    if text.isascii() or _SELECTOR_OR_TAG.search(text) is None or not _REMOVED.search(text):
-        return text
-    return _REMOVED.sub("", text)
+def _neutralised(text: str, rules: _Rules) -> str:
+    """`text` without smuggled characters, and with every look-alike of `rules` rewritten."""
+    if text.isascii():
+        return _rewrite(text, rules, _changed(text))
+    unusual = _unusual(text)
+    if _SELECTOR_OR_TAG.search(unusual) is None or _REMOVED.search(text) is None:
+        return _rewrite(text, rules, _changed(text, unusual))
+    text = _REMOVED.sub("", text)
+    return _rewrite(text, rules, _changed(text))
 
 
 def neutralise(text: str, *, fmt: SourceFormat = "markdown") -> str:
@@ -469,7 +596,7 @@ def neutralise(text: str, *, fmt: SourceFormat = "markdown") -> str:
     supplementary variation selectors. Returns `text` itself when nothing changed,
     which is almost always, and costs a few C-speed scans to find that out.
     """
-    return _rewrite(_stripped(text), _SOURCE_RULES[fmt])
+    return _neutralised(text, _SOURCE_RULES[fmt])
 
 
 def neutralise_section(text: str) -> str:
@@ -481,7 +608,7 @@ def neutralise_section(text: str) -> str:
     ``<document`` — is rewritten too, opening or closing. Returns `text` itself
     when nothing changed.
     """
-    return _rewrite(_stripped(text), _SECTION_RULES)
+    return _neutralised(text, _SECTION_RULES)
 
 
 def removable_bytes(text: str, *, datamarked: bool = False) -> int:
@@ -513,7 +640,7 @@ def is_blank(text: str) -> bool:
         return not text or text.isspace()
     if _tables().visible.search(text) is not None:
         return False
-    return not _view(text).text.strip()
+    return not _view_text(text, _changed(text)).strip()
 
 
 # --- datamarking ----------------------------------------------------------------------------
