@@ -96,7 +96,9 @@ def fence_frame(notice: str) -> Frame:
 # presentation selector after a heart) is ordinary text and stays.
 _SMUGGLERS: Final = "\U000e0000-\U000e007f\U000e0100-\U000e01ef"
 _REMOVED: Final = re.compile(f"[{_SMUGGLERS}\ufe00-\ufe0f]{{2,}}+|[{_SMUGGLERS}]")
-_SELECTOR_OR_TAG: Final = re.compile("[\ufe00-\ufe0f\U000e0000-\U000e01ef]")
+# The UTF-8 of each of them (U+FE00-FE0F, U+E0000-E01EF) begins with one of these two byte
+# pairs, which only a character of U+FE00-FE3F or U+E0000-E0FFF begins with.
+_SMUGGLER_UTF8: Final = (b"\xef\xb8", b"\xf3\xa0")
 
 # Blank-looking letters that are not marks: Hangul fillers, the braille blank.
 _FILLERS: Final = "\u115f\u1160\u3164\uffa0\u2800"
@@ -300,24 +302,23 @@ _FEW_CHANGED: Final = 64
 """Most distinct changed characters the view makes by one str.replace each."""
 
 
-def _unusual(text: str) -> str:
-    """Every non-ASCII character of `text` and every ASCII line break but ``\\n``, in order.
+def _unusual(utf8: bytes) -> str:
+    """Every non-ASCII character of the text encoded as `utf8`, and every ASCII line
+    break but ``\\n``, in order.
 
-    An encode and a bytes.translate, about 2 ns a character where a regex class scan
-    over the text costs 5; on prose the result is a few dozen characters.
+    A bytes.translate, about 1 ns a byte, where a regex class scan of the text costs
+    5 to 20 a character; on prose the result is a few dozen characters.
     """
-    utf8 = text.encode("utf-8", "surrogatepass")
     return utf8.translate(None, _KEPT_ASCII).decode("utf-8", "surrogatepass")
 
 
 def _changed(text: str, unusual: str | None = None) -> str | None:
     """The distinct characters of `text` that its view changes (`unusual` is
-    `_unusual(text)`, if known); None where finding them would cost more than
-    `_view_by_runs` does (text mostly non-ASCII, or many of them)."""
+    `_unusual` of `text`, if known); None if there are more than `_FEW_CHANGED`."""
     if text.isascii():  # a few memchr scans
         return "".join([char for char in _ASCII_BREAK_CHARS if char in text])
     if unusual is None:
-        unusual = _unusual(text)
+        unusual = _unusual(text.encode("utf-8", "surrogatepass"))
     changed = _tables().changing.intersection(unusual)
     return "".join(changed) if len(changed) <= _FEW_CHANGED else None
 
@@ -353,8 +354,6 @@ def _view_by_runs(text: str) -> str:
             return text.translate(tables.view)
         pieces += (text[cursor : match.start()], viewed)
         cursor = match.end()
-    if not pieces:
-        return text
     pieces.append(text[cursor:])
     return "".join(pieces)
 
@@ -580,11 +579,18 @@ def _neutralised(text: str, rules: _Rules) -> str:
     """`text` without smuggled characters, and with every look-alike of `rules` rewritten."""
     if text.isascii():
         return _rewrite(text, rules, _changed(text))
-    unusual = _unusual(text)
-    if _SELECTOR_OR_TAG.search(unusual) is None or _REMOVED.search(text) is None:
-        return _rewrite(text, rules, _changed(text, unusual))
-    text = _REMOVED.sub("", text)
-    return _rewrite(text, rules, _changed(text))
+    utf8 = text.encode("utf-8", "surrogatepass")
+    unusual = _unusual(utf8)
+    # Whatever _REMOVED finds in `text` it finds in `unusual`, where no ASCII separates a
+    # run of selectors: only a text with a smuggled character is searched whole.
+    if (
+        (_SMUGGLER_UTF8[0] in utf8 or _SMUGGLER_UTF8[1] in utf8)
+        and _REMOVED.search(unusual) is not None
+        and _REMOVED.search(text) is not None
+    ):
+        text = _REMOVED.sub("", text)
+        return _rewrite(text, rules, _changed(text))
+    return _rewrite(text, rules, _changed(text, unusual))
 
 
 def neutralise(text: str, *, fmt: SourceFormat = "markdown") -> str:
