@@ -17,8 +17,8 @@ from ctxbudget._inputs import Chunk
 
 __all__ = ["Dedup", "Deduplicator", "Shingles", "cosine", "jaccard", "shingles"]
 
-Shingles: TypeAlias = frozenset[tuple[bytes, ...]]
-"""A text's word windows, each word case-folded and UTF-8 encoded."""
+Shingles: TypeAlias = frozenset[bytes]
+"""A text's word windows: each window's words case-folded, UTF-8 encoded, joined by spaces."""
 
 _WORD: Final = re.compile(r"\w+")
 _NON_WORD: Final = re.compile(r"\W")
@@ -107,9 +107,11 @@ def shingles(text: str, size: int = 5) -> Shingles:
     """The `size`-word windows of `text`, case-folded; a text of `size` words or fewer is one."""
     words = _words(text)
     if len(words) <= size:
-        return frozenset({tuple(words)}) if words else frozenset()
-    # zip builds and hashes the windows in C; this is the hot loop of dedup.
-    return frozenset(zip(*(words[i:] for i in range(size)), strict=False))
+        return frozenset({b" ".join(words)}) if words else frozenset()
+    # Words hold no spaces, so a window joined by spaces still tells its words apart. As one
+    # bytes object a window is not tracked by the garbage collector (a tuple per window made
+    # dedup trigger collections) and compares with one memcmp when two chunks share it.
+    return frozenset(map(b" ".join, zip(*(words[i:] for i in range(size)), strict=False)))
 
 
 def jaccard(a: Shingles, b: Shingles) -> float:
