@@ -60,14 +60,16 @@ def _words(text: str) -> list[bytes]:
     """`_words_by_regex(text)`, for most text without the regular expression.
 
     The regex tests each character for `\\w` in Python's Unicode tables and builds a string
-    per word: more than a tiktoken encode of the text costs. This is exact and cheaper: case
-    folding and the `\\w` test each look at one character, so the words are the runs of
-    non-spaces once every character is replaced by its `_fold`. One `translate` does that for
-    every ASCII byte. A non-ASCII character that is a word character and its own fold stays
-    as it is; each other one (punctuation, emoji, capitals) is replaced in the UTF-8 bytes,
-    where its encoding can only match at a character boundary. A replacement never brings in
-    a character that another one replaces, since a fold is its own fold (tests check this,
-    and the rest, over every code point).
+    per word, which costs more than a tiktoken encode of the text. This is exact and cheaper:
+    case folding and the `\\w` test each look at one character, so the words are the runs
+    of non-spaces once every character is replaced by its `_fold`. One `translate` does that
+    for every ASCII byte. A non-ASCII character that is a word character and its own fold
+    stays as it is; each other one (punctuation, emoji, capitals) is replaced in the UTF-8
+    bytes, where its encoding can only match at a character boundary. A replacement never
+    brings in a character that another one replaces, since a fold is its own fold (tests
+    check this, and the rest, over every code point). `bytes.split` then parts words only at
+    the spaces put there. Text that is mostly non-ASCII, or that would need many
+    replacements, costs less through the regex.
     """
     try:
         folded = text.encode("utf-8").translate(_ASCII_FOLD)
