@@ -371,18 +371,25 @@ def _name(tag: str) -> str:
     return "[^a-z0-9]{0,16}+".join(_word(part) for part in tag.split("_"))
 
 
-def _tags(names: list[str]) -> re.Pattern[str]:
-    """Opening or closing tags with one of `names`: ``<``, any slashes, backslashes and
-    whitespace, then the name. The fence's own name has no innocent longer spelling;
-    the others (tools, memory, ...) must end there so ``<Tooltip>`` stays."""
+def _tag_names(names: list[str]) -> str:
+    """One of tag `names` as a pattern (case aside). The fence's own name has no innocent
+    longer spelling; the others (tools, memory, ...) must end there so ``Tooltip`` stays."""
     alternatives = [
         _name(n) if n == FENCE_TAG else f"{_name(n)}(?![a-z0-9_])"
         for n in sorted(names, key=len, reverse=True)
     ]
-    return re.compile(f"<[\\s/\\\\]*+(?:{'|'.join(alternatives)})", re.IGNORECASE)
+    return f"(?:{'|'.join(alternatives)})"
 
 
-_DECORATION: Final = "(?:[^\\S\\n]|[>#*_~])*+"  # indentation, quote marks, markdown emphasis
+def _tags(names: list[str]) -> re.Pattern[str]:
+    """Opening or closing tags with one of `names`: ``<``, any slashes, backslashes and
+    whitespace, then the name."""
+    return re.compile(f"<[\\s/\\\\]*+{_tag_names(names)}", re.IGNORECASE)
+
+
+# Indentation, quote marks, markdown emphasis. Runs of one class at a time: the same
+# characters as one class per character, scanned several times faster.
+_DECORATION: Final = "(?:[^\\S\\n]++|[>#*_~]++)*+"
 
 _SPECIAL_TOKEN: Final = re.compile(f"<[|{_STAND_IN}][^|{_STAND_IN}<>\\n]{{1,64}}+[|{_STAND_IN}]>")
 _INST_BRACKET: Final = f"\\[[\\s/\\\\]*+{_word('inst')}[^\\S\\n]*+\\]"
@@ -397,13 +404,11 @@ _ROLE_WORDS: Final = sorted(
     key=len,
     reverse=True,
 )
+_ROLE_TAIL: Final = "(?:[^\\S\\n]++|[*_~]++)*+:"  # spaces and emphasis, then the colon
 _ROLE: Final = re.compile(
-    f"(?m)^{_DECORATION}(?P<role>{'|'.join(map(_word, _ROLE_WORDS))})(?:[^\\S\\n]|[*_~])*+:",
+    f"(?m)^{_DECORATION}(?P<role>{'|'.join(map(_word, _ROLE_WORDS))}){_ROLE_TAIL}",
     re.IGNORECASE,
 )
-_FENCE_TAGS: Final = _tags([FENCE_TAG])
-_SOURCE_TAGS: Final = _tags([FENCE_TAG, "document"])
-_SECTION_TAGS: Final = _tags([*FRAME_TAGS.values(), "document"])
 
 
 def _escaped(found: re.Match[str]) -> str:
@@ -447,14 +452,21 @@ class _Rule:
 # pattern, tried at every place a match of it can begin: the answer is exact.
 
 
-def _after(lead: str, patterns: list[re.Pattern[str]]) -> re.Pattern[str]:
-    """One pattern matching where any of `patterns` does, each of which begins with the
-    literal `lead`: `lead`, then their rests as alternatives, each under its own flags."""
-    rests = [
-        f"(?{'i' if p.flags & re.IGNORECASE else ''}:{p.pattern.removeprefix(lead)})"
-        for p in patterns
-    ]
-    return re.compile(f"{lead}(?:{'|'.join(rests)})")
+def _at_angle(names: list[str]) -> re.Pattern[str]:
+    """Where a tag with one of `names`, a special token or a ``<<SYS>>`` marker matches.
+
+    One pattern, beginning with their common literal ``<``: sre skips to each ``<`` and
+    tries their rests there, as alternatives. None of them goes on with ``<<`` (a special
+    token with ``|``, a marker with ``<`` then spaces or slashes then ``s``, a tag with
+    spaces, slashes or a letter), so a run of ``<`` is passed at a glance; the rests that
+    begin with a literal or a class come first (sre skips them at a glance where the
+    next character differs), and a tag name is looked for only before a letter: `\\w`
+    holds every character a name can begin with, in any case.
+    """
+    return re.compile(
+        f"<(?!<<)(?:{_SPECIAL_TOKEN.pattern[1:]}|(?i:{_INST_SYS[1:]})"
+        f"|(?i:[\\s/\\\\]*+(?=\\w){_tag_names(names)}))"
+    )
 
 
 def _after_break(pattern: re.Pattern[str]) -> re.Pattern[str]:
@@ -513,24 +525,25 @@ def _on_a_line(
     return after_break.search(view, view.rfind("\n", 0, index)) is not None
 
 
-def _rules(tags: re.Pattern[str]) -> _Rules:
+def _rules(tag_names: list[str]) -> _Rules:
+    """The rules for a text in which tags with `tag_names` must not be forged."""
     return _Rules(
         rules=(
-            _Rule(tags, "<", _escaped),
+            _Rule(_tags(tag_names), "<", _escaped),
             _Rule(_SPECIAL_TOKEN, "<", _escaped),
             _Rule(_INST, "[<", _marker),
             _Rule(_HEADER, "[", _bracketed),
             _Rule(_ROLE, ":", _quoted),
         ),
-        at_angle=_after("<", [tags, _SPECIAL_TOKEN, re.compile(_INST_SYS, re.IGNORECASE)]),
+        at_angle=_at_angle(tag_names),
     )
 
 
 _SOURCE_RULES: Final[dict[SourceFormat, _Rules]] = {
-    "markdown": _rules(_FENCE_TAGS),
-    "xml": _rules(_SOURCE_TAGS),
+    "markdown": _rules([FENCE_TAG]),
+    "xml": _rules([FENCE_TAG, "document"]),
 }
-_SECTION_RULES: Final = _rules(_SECTION_TAGS)
+_SECTION_RULES: Final = _rules([*FRAME_TAGS.values(), "document"])
 
 
 def _rewrite(text: str, rules: _Rules, changed: str | None) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import TypeVar
 
 import pytest
@@ -24,19 +25,19 @@ from hypothesis import strategies as st
 
 from ctxbudget._confusables import LOOK_ALIKES
 from ctxbudget._fence import (
-    _FENCE_TAGS,
+    _DECORATION,
     _FEW_CHANGED,
     _HEADER,
     _INST,
     _LINES_TRIED,
     _REMOVED,
     _ROLE,
+    _ROLE_TAIL,
     _SECTION_RULES,
-    _SECTION_TAGS,
     _SMUGGLER_UTF8,
     _SOURCE_RULES,
-    _SOURCE_TAGS,
     _SPECIAL_TOKEN,
+    FENCE_TAG,
     _bracketed,
     _changed,
     _class,
@@ -46,6 +47,7 @@ from ctxbudget._fence import (
     _Rule,
     _Rules,
     _tables,
+    _tags,
     _unusual,
     _View,
     _view_text,
@@ -54,6 +56,7 @@ from ctxbudget._fence import (
     neutralise_section,
 )
 from ctxbudget._fence import SourceFormat as Format
+from ctxbudget._layout import FRAME_TAGS
 from tests.factories import TAG_A, VS17, smuggled
 
 Test = TypeVar("Test", bound=Callable[..., None])
@@ -70,12 +73,24 @@ _OLD_TRIGGERS = re.compile(
 )
 # The pattern as the module spelt it, before it was built from its two markers.
 _OLD_INST = "\\[[\\s/\\\\]*+[i\u01c0]nst[^\\S\\n]*+\\]|<<[\\s/\\\\]*+sys[^\\S\\n]*+>>"
+# Decoration, and the spaces and emphasis between a role and its colon, as they were spelt:
+# one class per character.
+_OLD_DECORATION = "(?:[^\\S\\n]|[>#*_~])*+"
+_OLD_ROLE_TAIL = "(?:[^\\S\\n]|[*_~])*+:"
+_OLD_HEADER = re.compile(f"(?m)^{_OLD_DECORATION}\\[[^\\S\\n]*+\\d{{1,6}}+[^\\S\\n]*+\\]")
+_OLD_ROLE = re.compile(
+    _ROLE.pattern.replace(_DECORATION, _OLD_DECORATION).replace(_ROLE_TAIL, _OLD_ROLE_TAIL),
+    re.IGNORECASE,
+)
 _OLD_ALWAYS = (
     _Rule(_SPECIAL_TOKEN, "<", _escaped),
     _Rule(_INST, "[<", _marker),
-    _Rule(_HEADER, "[", _bracketed),
-    _Rule(_ROLE, ":", _quoted),
+    _Rule(_OLD_HEADER, "[", _bracketed),
+    _Rule(_OLD_ROLE, ":", _quoted),
 )
+_FENCE_TAGS = _tags([FENCE_TAG])
+_SOURCE_TAGS = _tags([FENCE_TAG, "document"])
+_SECTION_TAGS = _tags([*FRAME_TAGS.values(), "document"])
 _OLD_SOURCE_RULES: dict[Format, tuple[_Rule, ...]] = {
     "markdown": (_Rule(_FENCE_TAGS, "<", _escaped), *_OLD_ALWAYS),
     "xml": (_Rule(_SOURCE_TAGS, "<", _escaped), *_OLD_ALWAYS),
@@ -369,18 +384,44 @@ def test_view_changes_no_ascii_but_line_breaks() -> None:
 
 
 def test_rules_are_the_rules_before_the_fast_path() -> None:
-    assert (
+    # The same patterns, but decoration written as runs (see the property below).
+    old = [*_OLD_SOURCE_RULES.values(), _OLD_SECTION_RULES, _OLD_INST]
+    swapped = {_OLD_HEADER: _HEADER, _OLD_ROLE: _ROLE}
+    assert [
         _SOURCE_RULES["markdown"].rules,
         _SOURCE_RULES["xml"].rules,
         _SECTION_RULES.rules,
         _INST.pattern,
-    ) == (*_OLD_SOURCE_RULES.values(), _OLD_SECTION_RULES, _OLD_INST)
+    ] == [
+        *(
+            tuple(replace(r, pattern=swapped.get(r.pattern, r.pattern)) for r in rules)
+            for rules in old[:3]
+        ),
+        old[3],
+    ]
+
+
+def test_old_role_pattern_is_spelt_as_before() -> None:
+    pattern = _OLD_ROLE.pattern
+    assert pattern.startswith(f"(?m)^{_OLD_DECORATION}(?P<role>")
+    assert pattern.endswith(f"){_OLD_ROLE_TAIL}")
+
+
+@given(hostile_text)
+@examples(ONE_BY_ONE)
+def test_decoration_as_runs_matches_what_one_class_a_character_did(text: str) -> None:
+    view = old_view(text).text
+
+    def found(pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+        return [m.span() for m in pattern.finditer(view)]
+
+    assert (found(_HEADER), found(_ROLE)) == (found(_OLD_HEADER), found(_OLD_ROLE))
 
 
 @pytest.mark.parametrize("rules", [*_SOURCE_RULES.values(), _SECTION_RULES])
 def test_angle_probe_has_a_literal_first_character(rules: _Rules) -> None:
     # sre skips to a literal first character fast; a pattern without one is tried everywhere.
-    assert rules.at_angle.pattern.startswith("<(?:")
+    assert rules.at_angle.pattern.startswith("<(?!<<)(?:")
 
 
 @pytest.mark.parametrize(
