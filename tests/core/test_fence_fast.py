@@ -385,20 +385,13 @@ def test_view_changes_no_ascii_but_line_breaks() -> None:
 
 def test_rules_are_the_rules_before_the_fast_path() -> None:
     # The same patterns, but decoration written as runs (see the property below).
-    old = [*_OLD_SOURCE_RULES.values(), _OLD_SECTION_RULES, _OLD_INST]
     swapped = {_OLD_HEADER: _HEADER, _OLD_ROLE: _ROLE}
-    assert [
-        _SOURCE_RULES["markdown"].rules,
-        _SOURCE_RULES["xml"].rules,
-        _SECTION_RULES.rules,
-        _INST.pattern,
-    ] == [
-        *(
-            tuple(replace(r, pattern=swapped.get(r.pattern, r.pattern)) for r in rules)
-            for rules in old[:3]
-        ),
-        old[3],
+    old = [
+        tuple(replace(rule, pattern=swapped.get(rule.pattern, rule.pattern)) for rule in rules)
+        for rules in (*_OLD_SOURCE_RULES.values(), _OLD_SECTION_RULES)
     ]
+    new = [rules.rules for rules in (*_SOURCE_RULES.values(), _SECTION_RULES)]
+    assert (new, _INST.pattern) == (old, _OLD_INST)
 
 
 def test_old_role_pattern_is_spelt_as_before() -> None:
