@@ -18,7 +18,7 @@ from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
 from ctxbudget._prefix import prefix_hash, volatile_parts
-from ctxbudget._report import Dropped, Report
+from ctxbudget._report import Dropped, DropRun, Report
 from ctxbudget._result import Assembled, Source
 from ctxbudget._sources.claim import RetrievedClaim
 from ctxbudget._sources.pipeline import (
@@ -140,7 +140,7 @@ class ContextAssembler:
                 )
 
         claims: dict[Claimant, ListClaim[Any]] = {}
-        ruled_out: list[Dropped] = []
+        ruled_out: list[Dropped | DropRun] = []
         counter = self.counter
         texts = {"system": system, "question": question, "examples": examples, "memory": memory}
         for allocation in self.budget.by_priority():
@@ -224,7 +224,7 @@ class ContextAssembler:
         return max_tokens, min_tokens
 
     def _result(
-        self, rendered: Rendered, allocated: Allocated, ruled_out: list[Dropped]
+        self, rendered: Rendered, allocated: Allocated, ruled_out: list[Dropped | DropRun]
     ) -> Assembled:
         claims, fits, sections = rendered.claims, rendered.fits, rendered.sections
         prefix = tuple(sections[n] for n in SECTION_ORDER if n in PREFIX and sections.get(n))
@@ -239,8 +239,11 @@ class ContextAssembler:
         left_out: Counter[Claimant] = Counter()
         for name in SECTION_ORDER:
             if name in claims:
-                fit = fits[name]
-                dropped.extend(claims[name].drops(fit))
+                fit, claim = fits[name], claims[name]
+                # Retrieval's unread candidates stay ids until the report is read.
+                dropped += (
+                    claim.drop_runs(fit) if isinstance(claim, RetrievedClaim) else claim.drops(fit)
+                )
                 left_out[name] = len(fit.unreached) + sum(
                     reason in ("over_budget", "oversize") for _, reason, _ in fit.dropped
                 )
@@ -268,7 +271,7 @@ class ContextAssembler:
             sizes={n: fits[n].cost for n in SECTION_ORDER if n in fits},
             granted=dict(allocated.granted),
             trimmed=tuple(n for n in SECTION_ORDER if n in fits and fits[n].overflow),
-            dropped=tuple(dropped),
+            dropped=(),
             retrieval_trimmed=squeezed,
             squeezed_by=allocated.holders.get("retrieved", {}),
             escalated=escalated,
@@ -282,7 +285,7 @@ class ContextAssembler:
             ),
             prefix_warnings=warnings,
             final_check_drops=rendered.drops,
-        )
+        )._defer_dropped(dropped)
         _log(report, self.budget, left_out)
         return Assembled(
             text=rendered.text,

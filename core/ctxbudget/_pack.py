@@ -10,12 +10,12 @@ smaller item in place of a better one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from ctxbudget._budget import Claimant
-from ctxbudget._report import Dropped, DropReason, ItemKind
+from ctxbudget._report import Dropped, DropReason, DropRun, ItemKind, records
 
 T = TypeVar("T")
 
@@ -67,6 +67,9 @@ class Packer(Generic[T]):
     floor: Callable[[T], int] | None = None
     """A cheaper number never above `bound`: when it alone exceeds the grant, the item is
     oversize without `bound` being computed."""
+    names: Callable[[tuple[T, ...]], Sequence[str]] | None = None
+    """`key` of each of many items at once (a walk's unreached items), in order, when that
+    is cheaper than one item at a time."""
     _costs: dict[int, tuple[T, int]] = field(default_factory=dict, compare=False, repr=False)
     """`cost` per item already costed (allocation packs a claimant more than once), by
     identity; holding the item keeps its id from being reused."""
@@ -153,12 +156,23 @@ class Packer(Generic[T]):
 
     def drops(self, fit: Fit[T]) -> list[Dropped]:
         """The report records for everything `fit` left out."""
-        noted = [self.record(item, reason, tokens) for item, reason, tokens in fit.dropped]
-        # Often thousands of candidates never looked at: their records are built in bulk.
+        return records(self.drop_runs(fit))
+
+    def drop_runs(self, fit: Fit[T]) -> list[Dropped | DropRun]:
+        """`drops(fit)`, with the items never looked at as one run of records not built yet.
+
+        Often thousands of candidates are never looked at: the report builds their
+        records only if it is read (`DeferredDropped`); until then they cost their ids.
+        """
+        noted: list[Dropped | DropRun] = [
+            self.record(item, reason, tokens) for item, reason, tokens in fit.dropped
+        ]
+        if not fit.unreached:
+            return noted
         if self.kind_of is None:
-            key = self.key
-            ids = [key(item) for item in fit.unreached]
-            noted += Dropped._many(self.claimant, self.kind, ids, "over_budget")
+            unreached = fit.unreached
+            ids = list(map(self.key, unreached)) if self.names is None else self.names(unreached)
+            noted.append(DropRun(self.claimant, self.kind, "over_budget", ids))
         else:
             noted += [self.record(item, "over_budget", None) for item in fit.unreached]
         return noted

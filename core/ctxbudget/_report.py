@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final, Literal
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._budget import Claimant
 
-__all__ = ["DropReason", "Dropped", "ItemKind", "Report"]
+__all__ = ["DeferredDropped", "DropReason", "DropRun", "Dropped", "ItemKind", "Report", "records"]
 
 DropReason = Literal["forbidden", "below_floor", "duplicate", "empty", "oversize", "over_budget"]
 """Why an item was left out.
@@ -116,7 +117,90 @@ _EXTRA_SET = BaseModel.__dict__["__pydantic_extra__"].__set__
 _PRIVATE_SET = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-class Report(BaseModel):
+@dataclass(frozen=True, slots=True)
+class DropRun:
+    """Drop records not built yet: uncounted items of one claimant and kind, left out for
+    one reason, by id in report order.
+
+    A request can leave thousands of candidates unread; their records are built only if
+    the report's `dropped` is read (`DeferredDropped`), and until then cost one id each.
+    """
+
+    claimant: Claimant
+    kind: ItemKind
+    reason: DropReason
+    ids: Sequence[str]
+
+    def records(self) -> list[Dropped]:
+        return Dropped._many(self.claimant, self.kind, self.ids, self.reason)
+
+
+def records(drops: Iterable[Dropped | DropRun]) -> list[Dropped]:
+    """The records of `drops`, runs built, in order."""
+    out: list[Dropped] = []
+    for drop in drops:
+        if isinstance(drop, DropRun):
+            out += drop.records()
+        else:
+            out.append(drop)
+    return out
+
+
+class _Deferred:
+    """What a model's `dropped` field holds until it is first read: the records to build."""
+
+    __slots__ = ("drops",)
+
+    def __init__(self, drops: tuple[Dropped | DropRun, ...]) -> None:
+        self.drops = drops
+
+    def build(self) -> tuple[Dropped, ...]:
+        return tuple(records(self.drops))
+
+
+_get = object.__getattribute__
+
+
+class DeferredDropped:
+    """Mixin for a pydantic model with a `dropped: tuple[Dropped, ...]` field whose records
+    are built on first read of the model (README "Speed").
+
+    The model holds `_Deferred` in place of the tuple until `dropped` or `__dict__` is read.
+    `model_dump`, `==`, `repr`, `hash`, copies and pickling all read `__dict__` as an
+    attribute, through `__getattribute__`, so every one of them sees the built tuple and
+    nothing can tell the model from one built with the records given.
+    """
+
+    __slots__ = ()
+
+    def _defer_dropped(self, drops: Sequence[Dropped | DropRun]) -> Self:
+        """This model, built with ``dropped=()``, with `drops` as its records to build.
+
+        Only for a model just built by the library: it replaces a frozen field in place.
+        """
+        state: dict[str, Any] = _get(self, "__dict__")
+        if state["dropped"] != ():
+            raise ValueError("_defer_dropped needs a model built with dropped=()")
+        if any(isinstance(drop, DropRun) for drop in drops):
+            state["dropped"] = _Deferred(tuple(drops))
+        else:
+            state["dropped"] = tuple(drops)
+        return self
+
+    if not TYPE_CHECKING:  # as pydantic hides its own __getattr__: typed access stays checked
+
+        def __getattribute__(self, name: str) -> Any:
+            # Every other field reads its own value; whatever reads them all reads __dict__.
+            if name == "dropped" or name == "__dict__":
+                state = _get(self, "__dict__")
+                deferred = state.get("dropped")
+                if type(deferred) is _Deferred:
+                    # Two threads may both build: each stores an equal tuple; either is right.
+                    state["dropped"] = deferred.build()
+            return _get(self, name)
+
+
+class Report(DeferredDropped, BaseModel):
     """Every decision of one assembly; also logged as one structured record.
 
     `sizes` is what each claimant's section costs in the prompt; `granted` is the most it

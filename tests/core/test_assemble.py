@@ -250,6 +250,37 @@ def test_one_structured_record_per_assembly(
     json.dumps(payload)
 
 
+def unbuilt_drops(report: object) -> bool:
+    """Whether the report still holds its drop records unbuilt."""
+    return not isinstance(object.__getattribute__(report, "__dict__")["dropped"], tuple)
+
+
+def test_report_builds_drop_records_only_when_dropped_is_read(
+    assembler: ContextAssembler,
+) -> None:
+    many = chunks(300, words=30)
+    result = assembler.assemble(question="Why?", chunks=[Chunk(id="blank", content=" "), *many])
+    report = result.report
+    assert report.total <= report.budget
+    assert unbuilt_drops(report)
+    kept = len(result.sources)
+    assert [(d.id, d.reason) for d in report.dropped] == [
+        ("blank", "empty"),
+        *((c.id, "over_budget") for c in many[kept:]),
+    ]
+    assert not unbuilt_drops(report)
+
+
+def test_structured_record_builds_the_drop_records_it_carries(
+    assembler: ContextAssembler, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="ctxbudget"):
+        result = assembler.assemble(question="Why?", chunks=chunks(300, words=30))
+    (record,) = [r for r in caplog.records if hasattr(r, "ctxbudget")]
+    assert not unbuilt_drops(result.report)
+    assert len(record.ctxbudget["dropped"]) == 300 - len(result.sources)
+
+
 def _squeezing_budget() -> Budget:
     return Budget(
         total=1_500,

@@ -27,6 +27,7 @@ from ctxbudget import (
 )
 from ctxbudget._fence import SourceFormat
 from ctxbudget._pack import Fit
+from ctxbudget._report import DropRun
 from ctxbudget._sources.claim import RetrievedClaim, SourceSettings
 from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import Escalation
@@ -48,6 +49,7 @@ def claim(
     fmt: SourceFormat = "markdown",
     datamark: bool = False,
     escalation: Escalation | None = None,
+    ids: Sequence[str] | None = None,
 ) -> RetrievedClaim:
     settings = SourceSettings(
         render=RenderOptions(fmt=fmt, now=NOW),
@@ -65,6 +67,7 @@ def claim(
         list(chunks),
         counter=TokenCounter(tokenizer),
         settings=settings,
+        ids=ids,
     )
 
 
@@ -377,3 +380,50 @@ def test_select_settings_loader_accepts_section_loader() -> None:
     assert retrieved.escalated(fit) == "manual"
     assert fit.parts[0].item.content == "\n\n".join(c.content for c in MANUAL)
     assert loader.seen == [None]
+
+
+# --- naming unread candidates -------------------------------------------------------------
+
+
+class Spelled(list[str]):
+    """Ids whose slices are recorded: which candidates were named from them."""
+
+    sliced: list[slice]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            self.sliced.append(index)
+        return super().__getitem__(index)
+
+
+def spelled(ids: list[str]) -> Spelled:
+    out = Spelled(ids)
+    out.sliced = []
+    return out
+
+
+def test_unreached_candidates_are_named_from_the_given_ids_without_reading_them() -> None:
+    chunks = parts("d", 6)
+    ids = spelled([f"named-{c.id}" for c in chunks])
+    retrieved = claim(chunks, ids=ids)
+    fit = retrieved.fit(300)
+    tail = len(chunks) - len(fit.unreached)
+    assert 0 < tail < len(chunks)
+    *_, run = retrieved.drop_runs(fit)
+    assert ids.sliced == [slice(tail, None)]
+    assert run == DropRun(
+        "retrieved", "chunk", "over_budget", [f"named-d#{i}" for i in range(tail, 6)]
+    )
+
+
+def test_candidates_other_than_the_last_ranked_are_named_by_reading_them() -> None:
+    chunks = parts("d", 4, size=10)
+    retrieved = claim(chunks, ids=spelled([f"named-{c.id}" for c in chunks]))
+    assert retrieved._ids_of(chunks[:2]) == ["d#0", "d#1"]
+    assert retrieved._ids_of(chunks[2:]) == ["named-d#2", "named-d#3"]
+    assert claim(chunks)._ids_of(chunks[2:]) == ["d#2", "d#3"]
+
+
+def test_claim_with_ids_not_naming_each_ranked_chunk_raises() -> None:
+    with pytest.raises(ValueError, match=r"ids name each ranked chunk: got 1 for 2"):
+        claim(parts("d", 2), ids=["one"])

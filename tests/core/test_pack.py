@@ -1,15 +1,16 @@
 """Packer mechanics that keep packing cheap: size bounds before any look, costs computed once,
-records of unread items built in bulk."""
+unread items left out as one run of ids, their records built only when read."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget._pack import Fit, Packer
-from ctxbudget._report import Dropped, DropReason
+from ctxbudget._report import Dropped, DropReason, DropRun, records
 
 Item = tuple[str, int]  # (key, size)
 
@@ -131,3 +132,33 @@ def test_drops_of_unreached_items_take_their_kind_per_item() -> None:
     )
     fit = typed.pack([("a", 90), ("doc", 50), ("c", 1)], 100)
     assert [(d.id, d.kind) for d in typed.drops(fit)] == [("doc", "document"), ("c", "chunk")]
+
+
+def test_drop_runs_hold_unreached_items_as_one_run_of_ids() -> None:
+    p = packer()
+    fit = p.pack([("a", 50), ("b", 60), ("c", 1), ("d", 1)], 100)
+    noted, run = p.drop_runs(fit)
+    assert noted == Dropped(
+        claimant="retrieved", kind="chunk", id="b", reason="over_budget", tokens=60
+    )
+    assert run == DropRun("retrieved", "chunk", "over_budget", ["c", "d"])
+    assert records(p.drop_runs(fit)) == p.drops(fit)
+
+
+def test_drop_runs_without_unreached_items_hold_no_run() -> None:
+    p = packer()
+    fit = p.pack([("a", 50), ("b", 500)], 100)
+    assert [type(d) for d in p.drop_runs(fit)] == [Dropped]
+
+
+def test_drop_runs_name_unreached_items_all_at_once_when_a_packer_can() -> None:
+    named: list[tuple[Item, ...]] = []
+
+    def names(items: tuple[Item, ...]) -> list[str]:
+        named.append(items)
+        return [f"#{key}" for key, _ in items]
+
+    p = replace(packer(), names=names)
+    fit = p.pack([("a", 90), ("b", 60), ("c", 1)], 100)
+    assert p.drop_runs(fit)[-1] == DropRun("retrieved", "chunk", "over_budget", ["#c"])
+    assert named == [(("c", 1),)]

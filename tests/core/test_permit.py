@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ctxbudget import (
@@ -13,6 +15,7 @@ from ctxbudget import (
     SourceOptions,
     TiktokenTokenizer,
 )
+from ctxbudget._report import records
 from ctxbudget._sources.permit import AccessPolicy, permit, permitted
 from tests.factories import budget_for
 
@@ -257,7 +260,42 @@ def test_permit_step_keeps_the_visible_and_reports_the_rest_by_id() -> None:
     ]
     kept, dropped = permit(chunks, Principal(tenant="acme"), AccessPolicy())
     assert [c.id for c in kept] == ["public"]
-    assert [(d.id, d.reason, d.tokens) for d in dropped] == [
+    assert [(d.id, d.reason, d.tokens) for d in records(dropped)] == [
         ("other-tenant", "forbidden", None),
         ("sales", "forbidden", None),
     ]
+
+
+def test_permit_step_without_acl_metadata_keeps_every_chunk_as_given() -> None:
+    chunks = [chunk("a"), chunk("b")]
+    kept, dropped = permit(chunks, Principal(tenant="acme"), OPEN)
+    assert kept == chunks
+    assert kept is not chunks
+    assert dropped == []
+
+
+tenants = st.none() | st.sampled_from(["acme", "globex"])
+group_sets = st.none() | st.frozensets(st.sampled_from(["sales", "hr"]), max_size=2)
+
+
+@given(
+    acl=st.lists(st.tuples(tenants, group_sets), max_size=6),
+    principal=st.none()
+    | st.builds(Principal, tenant=tenants, groups=st.frozensets(st.sampled_from(["sales", "hr"]))),
+    policy=st.builds(AccessPolicy, require_tenant=st.booleans(), require_groups=st.booleans()),
+)
+def test_permit_step_keeps_exactly_the_chunks_permitted_one_by_one(
+    acl: list[tuple[str | None, frozenset[str] | None]],
+    principal: Principal | None,
+    policy: AccessPolicy,
+) -> None:
+    chunks = [
+        Chunk(id=f"c{i}", content="text", tenant=tenant, groups=groups)
+        for i, (tenant, groups) in enumerate(acl)
+    ]
+    kept, dropped = permit(chunks, principal, policy)
+    assert kept == [c for c in chunks if permitted(c, principal, policy)]
+    assert [d.id for d in records(dropped)] == [
+        c.id for c in chunks if not permitted(c, principal, policy)
+    ]
+    assert {d.reason for d in records(dropped)} <= {"forbidden"}

@@ -19,6 +19,8 @@ from ctxbudget import (
     get_tokenizer,
     select_sources,
 )
+from ctxbudget._report import records
+from ctxbudget._sources.pipeline import candidates
 
 
 def chunks(n: int, words: int = 40) -> list[Chunk]:
@@ -190,3 +192,36 @@ def test_each_source_carries_its_text_as_the_prompt_shows_it() -> None:
     for source in selection.sources:
         assert source.text.startswith(f"[{source.n}] Doc ")
         assert source.text.endswith(source.chunk.content)
+
+
+def test_candidates_rank_what_is_left_and_name_it_by_position() -> None:
+    given_chunks = [
+        Chunk(id="low", content="Low ranked.", score=0.1),
+        Chunk(id="secret", content="Board minutes.", tenant="other", score=0.9),
+        Chunk(id="blank", content="\u200b", score=0.8),
+        Chunk(id="high", content="High ranked.", score=0.7),
+        Chunk(id="unscored", content="No score."),
+    ]
+    ruled_out, ranked, ids = candidates(given_chunks, None, SourceOptions())
+    assert [(d.id, d.reason) for d in records(ruled_out)] == [
+        ("secret", "forbidden"),
+        ("blank", "empty"),
+    ]
+    assert [c.id for c in ranked] == ["high", "low", "unscored"]
+    assert list(ids) == ["high", "low", "unscored"]
+
+
+def test_candidates_with_nothing_ruled_out_name_them_from_one_read() -> None:
+    given_chunks = chunks(5)[::-1]
+    ruled_out, ranked, ids = candidates(given_chunks, None, SourceOptions())
+    assert ruled_out == []
+    assert list(ids) == [c.id for c in ranked] == [f"c{i}" for i in range(5)]
+
+
+def test_selection_builds_the_records_of_unread_chunks_when_read() -> None:
+    selection = select_sources(chunks(60), max_tokens=300, tokenizer="o200k_base")
+    state = object.__getattribute__(selection, "__dict__")
+    assert not isinstance(state["dropped"], tuple)
+    kept = [s.chunk.id for s in selection.sources]
+    assert [d.id for d in selection.dropped] == [f"c{i}" for i in range(len(kept), 60)]
+    assert isinstance(state["dropped"], tuple)

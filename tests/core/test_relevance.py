@@ -1,9 +1,117 @@
-"""The relevance step (_sources/relevance.py): empty and below-floor chunks go, by id."""
+"""The relevance step (_sources/relevance.py): empty and below-floor chunks go, by id.
+
+Most texts are decided by their first character alone (a printable ASCII character other
+than a space is never blank); the property tests compare the step with `is_blank` and
+the floor applied to each chunk, over texts built to reach that shortcut's edges.
+"""
 
 from __future__ import annotations
 
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
 from ctxbudget import Chunk
+from ctxbudget._fence import is_blank
+from ctxbudget._report import DropRun, records
 from ctxbudget._sources.relevance import relevance, relevant
+
+VISIBLE_ASCII = [chr(c) for c in range(0x21, 0x7F)]
+"""Every printable ASCII character but the space: the shortcut's whole range."""
+
+EDGES = [
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1f",
+    "\x7f",  # DEL: just past the range
+    "\x80",
+    "\x85",
+    "\u00a0",
+    "\u00ad",
+    "\u115f",
+    "\u180e",
+    "\u200b",
+    "\u200d",
+    "\u2028",
+    "\u2060",
+    "\u3000",
+    "\u3164",
+    "\ufe0f",
+    "\ufeff",
+    "\uffa0",
+    "\U000e0041",
+    "\U000e0100",
+    "\u0301",
+    "\uff01",  # fullwidth "!"
+    "\u02dc",  # small tilde, a look-alike of "~"
+    "\u0430",  # Cyrillic a
+    "\u00e9",
+    "\U0001f642",
+    "!",
+    "~",
+    "a",
+]
+texts = st.text(alphabet=st.sampled_from(EDGES), max_size=6) | st.text(max_size=6)
+
+
+@pytest.mark.parametrize("first", VISIBLE_ASCII)
+def test_text_starting_with_printable_ascii_is_never_blank(first: str) -> None:
+    for rest in ["", " ", "\u200b\u2060\ufe0f", "\U000e0041" * 3, "\u3164\u00a0\t\n", "é"]:
+        assert not is_blank(first + rest)
+
+
+@given(text=texts)
+@example(text="")
+@example(text="!")
+@example(text="~")
+@example(text="~\x7f")
+@example(text="\x7f")
+@example(text=" a")
+def test_shortcut_range_is_a_printable_ascii_first_character_and_never_blank(text: str) -> None:
+    shortcut = "!" <= text < "\x7f"
+    assert shortcut == (text != "" and "!" <= text[0] <= "~")
+    if shortcut:
+        assert not is_blank(text)
+
+
+def straightforward(
+    chunks: list[Chunk], floor: float | None
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """The step's definition, one chunk at a time."""
+    kept, dropped = [], []
+    for chunk in chunks:
+        score = relevance(chunk)
+        if is_blank(chunk.content):
+            dropped.append((chunk.id, "empty"))
+        elif floor is not None and score is not None and score < floor:
+            dropped.append((chunk.id, "below_floor"))
+        else:
+            kept.append(chunk.id)
+    return kept, dropped
+
+
+scores = st.none() | st.sampled_from([-1.0, 0.0, 0.2, 0.5, 1.0])
+
+
+@given(
+    given_chunks=st.lists(st.tuples(texts, scores, scores), max_size=8),
+    floor=st.none() | st.sampled_from([0.0, 0.2, 0.6]),
+)
+def test_relevant_equals_blank_and_floor_checked_one_chunk_at_a_time(
+    given_chunks: list[tuple[str, float | None, float | None]], floor: float | None
+) -> None:
+    chunks = [
+        Chunk(id=f"c{i}", content=text, score=score, rerank_score=rerank)
+        for i, (text, score, rerank) in enumerate(given_chunks)
+    ]
+    kept, dropped = relevant(chunks, floor)
+    expected_kept, expected_dropped = straightforward(chunks, floor)
+    assert [c.id for c in kept] == expected_kept
+    assert [(d.id, d.reason) for d in records(dropped)] == expected_dropped
 
 
 def test_relevance_prefers_the_rerank_score() -> None:
@@ -21,11 +129,38 @@ def test_relevant_drops_empty_and_below_floor_and_keeps_unscored() -> None:
     ]
     kept, dropped = relevant(chunks, 0.2)
     assert [c.id for c in kept] == ["good", "unscored"]
-    assert [(d.id, d.reason) for d in dropped] == [("low", "below_floor"), ("blank", "empty")]
+    assert [(d.id, d.reason) for d in records(dropped)] == [
+        ("low", "below_floor"),
+        ("blank", "empty"),
+    ]
 
 
 def test_relevant_without_a_floor_drops_only_empty() -> None:
     chunks = [Chunk(id="low", content="x", score=-3.0), Chunk(id="blank", content=" ")]
     kept, dropped = relevant(chunks, None)
     assert [c.id for c in kept] == ["low"]
-    assert [(d.id, d.reason) for d in dropped] == [("blank", "empty")]
+    assert [(d.id, d.reason) for d in records(dropped)] == [("blank", "empty")]
+
+
+def test_relevant_keeps_text_starting_outside_the_shortcut_when_it_is_visible() -> None:
+    chunks = [Chunk(id="nbsp", content="\u00a0Returns"), Chunk(id="cafe", content="\u00e9t\u00e9")]
+    kept, dropped = relevant(chunks, None)
+    assert [c.id for c in kept] == ["nbsp", "cafe"]
+    assert dropped == []
+
+
+def test_relevant_reports_each_run_of_one_reason_together_in_order() -> None:
+    chunks = [
+        Chunk(id="e1", content=" "),
+        Chunk(id="e2", content="\t"),
+        Chunk(id="low", content="x", score=0.0),
+        Chunk(id="e3", content=""),
+    ]
+    _, dropped = relevant(chunks, 0.5)
+    runs = [d for d in dropped if isinstance(d, DropRun)]
+    assert len(runs) == len(dropped)
+    assert [(d.reason, list(d.ids)) for d in runs] == [
+        ("empty", ["e1", "e2"]),
+        ("below_floor", ["low"]),
+        ("empty", ["e3"]),
+    ]

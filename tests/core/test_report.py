@@ -1,10 +1,20 @@
-"""Drop records the library builds itself skip validation, and are the same records."""
+"""Drop records the library builds itself skip validation, and are the same records; a
+report builds the records of unread candidates only when they are read, and is seen as
+the report built with them."""
 
 from __future__ import annotations
 
+import copy
 import pickle
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from ctxbudget import Dropped
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxbudget import Assembled, Dropped, Report
+from ctxbudget._report import DropRun, records
 
 
 def test_unvalidated_record_equals_model_construct() -> None:
@@ -42,3 +52,148 @@ def test_unvalidated_record_copies_dumps_and_pickles_like_any() -> None:
         "reason": "duplicate",
         "tokens": None,
     }
+
+
+# --- drop runs and reports whose records are built on first read ---------------------------
+
+RUN = DropRun("retrieved", "chunk", "over_budget", ["a", "b"])
+FORBIDDEN = Dropped(claimant="retrieved", kind="chunk", id="x", reason="forbidden")
+
+
+def fields(**changes: Any) -> dict[str, Any]:
+    """A report's fields other than `dropped`."""
+    return {
+        "budget": 100,
+        "total": 60,
+        "unused": 40,
+        "sizes": {"retrieved": 60},
+        "granted": {"retrieved": 80},
+        "trimmed": ("retrieved",),
+        "retrieval_trimmed": False,
+        "squeezed_by": {},
+        "escalated": None,
+        "prefix_tokens": 0,
+        "prefix_hash": "0" * 64,
+        "prefix_warnings": (),
+        "final_check_drops": 0,
+        **changes,
+    }
+
+
+def deferred(drops: Sequence[Dropped | DropRun]) -> Report:
+    return Report(dropped=(), **fields())._defer_dropped(drops)
+
+
+def eager(drops: Sequence[Dropped | DropRun]) -> Report:
+    return Report(dropped=tuple(records(drops)), **fields())
+
+
+def unbuilt(model: object) -> bool:
+    """Whether the model still holds its drops unbuilt (read without building them)."""
+    state: dict[str, Any] = object.__getattribute__(model, "__dict__")
+    return not isinstance(state["dropped"], tuple)
+
+
+def test_drop_run_records_are_one_per_id_in_order() -> None:
+    assert RUN.records() == [
+        Dropped(claimant="retrieved", kind="chunk", id=i, reason="over_budget") for i in "ab"
+    ]
+
+
+def test_records_build_runs_in_place_among_records() -> None:
+    assert [d.id for d in records([FORBIDDEN, RUN, FORBIDDEN])] == ["x", "a", "b", "x"]
+
+
+def test_deferred_report_reads_other_fields_without_building_records() -> None:
+    report = deferred([FORBIDDEN, RUN])
+    assert (report.total, report.granted, report.budget) == (60, {"retrieved": 80}, 100)
+    assert unbuilt(report)
+
+
+def test_deferred_report_builds_records_on_first_read_of_dropped() -> None:
+    report = deferred([FORBIDDEN, RUN])
+    assert report.dropped == eager([FORBIDDEN, RUN]).dropped
+    assert not unbuilt(report)
+    assert report.dropped is report.dropped
+
+
+def test_report_without_runs_holds_its_records_at_once() -> None:
+    report = deferred([FORBIDDEN])
+    assert not unbuilt(report)
+    assert report.dropped == (FORBIDDEN,)
+
+
+def test_deferring_drops_of_a_report_built_with_records_raises() -> None:
+    report = Report(dropped=(FORBIDDEN,), **fields())
+    with pytest.raises(ValueError, match=r"_defer_dropped needs a model built with dropped=\(\)"):
+        report._defer_dropped([RUN])
+
+
+OBSERVERS: dict[str, Callable[[Report], object]] = {
+    "dropped": lambda r: r.dropped,
+    "model_dump": lambda r: r.model_dump(),
+    "model_dump json": lambda r: r.model_dump(mode="json"),
+    "model_dump_json": lambda r: r.model_dump_json(),
+    "repr": repr,
+    "str": str,
+    "equal": lambda r: r == eager([FORBIDDEN, RUN]),
+    "equal reflected": lambda r: eager([FORBIDDEN, RUN]) == r,
+    "pickle": lambda r: pickle.loads(pickle.dumps(r)).model_dump(),
+    "getstate": lambda r: r.__getstate__(),
+    "copy": lambda r: repr(copy.copy(r)),
+    "deepcopy": lambda r: repr(copy.deepcopy(r)),
+    "model_copy": lambda r: repr(r.model_copy(update={"total": 3})),
+    "dict": lambda r: dict(r),
+    "vars": lambda r: dict(vars(r)),
+    "fields set": lambda r: r.model_fields_set,
+    "revalidated": lambda r: Report.model_validate(r.model_dump()).model_dump(),
+    "in a model": lambda r: Assembled(
+        text="", prefix=(), history=(), tail="", sources=(), tools=(), report=r
+    ).model_dump_json(),
+}
+
+
+@pytest.mark.parametrize("observe", OBSERVERS.values(), ids=OBSERVERS.keys())
+def test_deferred_report_is_seen_as_the_report_built_with_its_records(
+    observe: Callable[[Report], object],
+) -> None:
+    assert observe(deferred([FORBIDDEN, RUN])) == observe(eager([FORBIDDEN, RUN]))
+
+
+def test_deferred_report_hashes_as_the_report_built_with_its_records() -> None:
+    with pytest.raises(TypeError, match="unhashable type: 'dict'"):
+        hash(deferred([RUN]))  # a frozen model hashes its fields: `sizes` is a dict
+    with pytest.raises(TypeError, match="unhashable type: 'dict'"):
+        hash(eager([RUN]))
+
+
+ids = st.lists(st.text(min_size=1, max_size=3), max_size=4)
+drops = st.lists(
+    st.builds(
+        DropRun,
+        claimant=st.sampled_from(["retrieved", "history"]),
+        kind=st.sampled_from(["chunk", "turn"]),
+        reason=st.sampled_from(["over_budget", "forbidden", "empty"]),
+        ids=ids,
+    )
+    | st.builds(
+        Dropped,
+        claimant=st.just("tools"),
+        kind=st.just("tool"),
+        id=st.text(min_size=1, max_size=3),
+        reason=st.sampled_from(["oversize", "duplicate"]),
+        tokens=st.none() | st.integers(0, 50),
+    ),
+    max_size=5,
+)
+
+
+@given(drops=drops)
+def test_deferred_report_dumps_and_compares_as_built_with_any_drops(
+    drops: list[Dropped | DropRun],
+) -> None:
+    lazy, built = deferred(drops), eager(drops)
+    assert lazy.model_dump_json() == built.model_dump_json()
+    assert repr(deferred(drops)) == repr(built)
+    assert deferred(drops) == built
+    assert lazy.dropped == tuple(records(drops))

@@ -1,7 +1,8 @@
 """Work that grows with the text read, not with the candidates never reached (README "Speed").
 
 Step counts, not times: with 25 times the candidates, assembly tokenizes, neutralises and
-shingles exactly the same texts, and never scans a chunk's bytes beyond its length.
+shingles exactly the same texts, never scans a chunk's bytes beyond its length, and builds
+no drop record until the report's `dropped` is read.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 import ctxbudget._sources.claim
 import ctxbudget._sources.dedup
-from ctxbudget import Allocation, Budget, Chunk, ContextAssembler, Turn
+from ctxbudget import Allocation, Budget, Chunk, ContextAssembler, Dropped, Turn
 
 BUDGET = Budget(
     total=3_000,
@@ -81,3 +82,31 @@ def test_more_candidates_than_reached_add_no_text_work(
     large = work(monkeypatch, 5_000, counts=counts)
     assert large == small
     assert small[2] == 0  # no chunk's bytes scanned: its length alone showed it may fit
+
+
+def records_built(monkeypatch: pytest.MonkeyPatch, n: int) -> tuple[int, int]:
+    """Drop records built by assembling `n` candidates, and by then reading the report."""
+    built = [0]
+    real = Dropped._many.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: type[Dropped], *args: Any, **kwargs: Any) -> list[Dropped]:
+        records: list[Dropped] = real(cls, *args, **kwargs)
+        built[0] += len(records)
+        return records
+
+    monkeypatch.setattr(Dropped, "_many", classmethod(spy))
+    result = ContextAssembler(tokenizer="o200k_base", budget=BUDGET).assemble(
+        question="How long do refunds take?", chunks=candidates(n, counts=True)
+    )
+    during = built[0]
+    assert len(result.report.dropped) == n - len(result.sources)
+    monkeypatch.undo()
+    return during, built[0] - during
+
+
+def test_more_candidates_build_no_drop_records_until_the_report_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    small, large = records_built(monkeypatch, 200), records_built(monkeypatch, 5_000)
+    assert small[0] == large[0]  # the few items looked at, not the candidates never read
+    assert large[1] - small[1] == 4_800

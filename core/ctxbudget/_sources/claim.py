@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
+from typing import cast, overload
 
 from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
@@ -20,7 +21,7 @@ from ctxbudget._fence import datamark, fence_frame, fence_notice, neutralise, re
 from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._joins import Counted, Piece
 from ctxbudget._pack import Fit
-from ctxbudget._report import Dropped, DropReason
+from ctxbudget._report import Dropped, DropReason, DropRun, records
 from ctxbudget._sources.arrange import Order, arrange
 from ctxbudget._sources.conflicts import ConflictPolicy, conflict_instruction, dates_differ
 from ctxbudget._sources.dedup import Dedup, Deduplicator
@@ -39,7 +40,7 @@ from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.render import RenderOptions, render_source
 from ctxbudget._tokens import BoundedTokenizer, TokenCounter
 
-__all__ = ["RetrievedClaim", "SourceSettings", "rank"]
+__all__ = ["RankedIds", "RetrievedClaim", "SourceSettings", "rank", "ranking"]
 
 _MARK = "\x00"
 """Stands in for the content to find what a rendered source puts around it."""
@@ -63,25 +64,77 @@ def rank(chunks: Sequence[Chunk]) -> list[Chunk]:
     A chunk without a rerank score ranks after every chunk with one; within either
     group, one without a retriever score ranks after every chunk with one.
     """
+    return list(map(chunks.__getitem__, ranking(chunks)))
+
+
+def ranking(chunks: Sequence[Chunk]) -> list[int]:
+    """The positions of `chunks` in `rank` order.
+
+    Positions rather than chunks, so that what is known of each chunk by position (its
+    id, read once in the order given) can be put in rank order without reading it again.
+    """
     # Stable sorts on one float each, in C: the order of the key (rerank is None, -rerank,
-    # score is None, -score, position), without building a tuple per candidate.
-    reranked = [c for c in chunks if c.rerank_score is not None]
-    if not reranked:
-        return _by_score(chunks)
-    plain = [c for c in chunks if c.rerank_score is None]
-    return sorted(_by_score(reranked), key=_RERANK, reverse=True) + _by_score(plain)
+    # score is None, -score, position), without building a tuple per candidate. Every
+    # field is read once, in the order given: reading chunks in rank order misses the cache.
+    reranks = list(map(_RERANK, chunks))
+    scores = list(map(_SCORE, chunks))
+    positions = range(len(chunks))
+    if reranks.count(None) == len(reranks):
+        return _best_first(scores, positions)
+    reranked = [p for p in positions if reranks[p] is not None]
+    plain = [p for p in positions if reranks[p] is None]
+    return sorted(
+        _best_first(scores, reranked), key=reranks.__getitem__, reverse=True
+    ) + _best_first(scores, plain)
 
 
+_ID = attrgetter("id")
 _RERANK = attrgetter("rerank_score")
 _SCORE = attrgetter("score")
 
 
-def _by_score(chunks: Sequence[Chunk]) -> list[Chunk]:
-    """By retriever score, best first, ties and unscored chunks in the order given."""
-    scored = [c for c in chunks if c.score is not None]
-    if len(scored) == len(chunks):
-        return sorted(chunks, key=_SCORE, reverse=True)
-    return sorted(scored, key=_SCORE, reverse=True) + [c for c in chunks if c.score is None]
+def _best_first(keys: list[float | None], positions: Sequence[int]) -> list[int]:
+    """`positions` by `keys[position]`, highest first; ties and None keys in the order given."""
+    # Typed as floats: a None key raises in the first sort and is left out of the second.
+    key = cast(Callable[[int], float], keys.__getitem__)
+    if len(positions) > 1:
+        # Sorting two or more keys compares each at least once, and comparing None raises:
+        # a sort that returns saw no None key. Cheaper than looking first.
+        try:
+            return sorted(positions, key=key, reverse=True)
+        except TypeError:
+            pass
+    known = [p for p in positions if keys[p] is not None]
+    return sorted(known, key=key, reverse=True) + [p for p in positions if keys[p] is None]
+
+
+class RankedIds(Sequence[str]):
+    """The ids of ranked chunks, from their ids in the order given and `ranking`'s positions.
+
+    Candidates never read are reported by id; named from here, not one chunk at a time in
+    rank order, their ids cost nothing until the report's records are built.
+    """
+
+    def __init__(self, ids: Sequence[str], positions: Sequence[int]) -> None:
+        self._ids = ids
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self._ids.__getitem__, self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> RankedIds: ...
+
+    def __getitem__(self, index: int | slice) -> str | RankedIds:
+        if isinstance(index, slice):
+            return RankedIds(self._ids, self._positions[index])
+        return self._ids[self._positions[index]]
 
 
 _Shown = tuple[Chunk, tuple[str, str, str], int | None]
@@ -146,8 +199,14 @@ class RetrievedClaim(ListClaim[Chunk]):
         *,
         counter: TokenCounter,
         settings: SourceSettings,
+        ids: Sequence[str] | None = None,
     ) -> None:
+        """`ids`: the ids of `ranked`, in order, when known without reading each chunk
+        (`RankedIds`); they name the candidates a walk never reached."""
+        if ids is not None and len(ids) != len(ranked):
+            raise ValueError(f"ids name each ranked chunk: got {len(ids)} for {len(ranked)}")
         self.settings = settings
+        self._ids = ids
         self._rank = _Positions(ranked)
         self._shown: dict[tuple[str, bool], str] = {}
         self._dedup = Deduplicator(settings.dedup)
@@ -203,7 +262,7 @@ class RetrievedClaim(ListClaim[Chunk]):
             counter=counter,
             frame=fence_frame(self._notice(conflict=settings.conflict_policy is not None)),
             kind="chunk",
-            key=lambda c: c.id,
+            key=_ID,
             text=lambda c: render_source(widest, c, self.content(c), upper),
             cost=cost,
             bound=bound,
@@ -211,6 +270,17 @@ class RetrievedClaim(ListClaim[Chunk]):
             floor=floor,
             kind_of=lambda c: "document" if self.is_document(c) else "chunk",
         )
+        self.packer = replace(self.packer, names=self._ids_of)
+
+    def _ids_of(self, chunks: Sequence[Chunk]) -> Sequence[str]:
+        """The ids of `chunks`; from `ids` when they are the last ranked candidates, as a
+        walk leaves them unreached (compared by identity, in C, not read)."""
+        ranked, count = self.items, len(chunks)
+        if self._ids is not None and 0 < count <= len(ranked):
+            tail = len(ranked) - count
+            if list(chunks) == ranked[tail:]:
+                return self._ids[tail:]
+        return list(map(_ID, chunks))
 
     def content(self, chunk: Chunk) -> str:
         """The chunk's text as it goes into the fence: neutralised, datamarked if asked.
@@ -382,7 +452,11 @@ class RetrievedClaim(ListClaim[Chunk]):
         return out
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:
+        return records(self.drop_runs(fit))
+
+    def drop_runs(self, fit: Fit[Chunk]) -> list[Dropped | DropRun]:
+        """`drops(fit)`, with the chunks never looked at as a run of records not built yet."""
         # Without a loaded document every item is a chunk: no per-item kind to look up.
         loaded = any(d is not None for d in self._documents.values())
         packer = self.packer if loaded else replace(self.packer, kind_of=None)
-        return [*packer.drops(fit), *self._denied.values()]
+        return [*packer.drop_runs(fit), *self._denied.values()]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict
 
 from ctxbudget._inputs import Chunk, Principal
-from ctxbudget._report import Dropped
+from ctxbudget._report import Dropped, DropRun
 
 __all__ = ["AccessPolicy", "permit", "permitted"]
 
@@ -42,16 +42,22 @@ def permitted(chunk: Chunk, principal: Principal | None, policy: AccessPolicy) -
 
 def permit(
     chunks: Sequence[Chunk], principal: Principal | None, policy: AccessPolicy
-) -> tuple[list[Chunk], list[Dropped]]:
+) -> tuple[list[Chunk], list[Dropped | DropRun]]:
     """The step: chunks `principal` may see, and the rest as `forbidden`, by id only.
 
     It runs before anything reads a chunk's text, so forbidden text is never looked at.
     """
+    # Most corpora carry no ACL metadata and most policies require none; then `permitted`
+    # admits every chunk whoever asks, and one pass that finds no restricted chunk decides.
+    if not (policy.require_tenant or policy.require_groups) and not [
+        c for c in chunks if c.tenant is not None or c.groups is not None
+    ]:
+        return list(chunks), []
     kept: list[Chunk] = []
-    dropped: list[Dropped] = []
+    forbidden: list[str] = []
     for chunk in chunks:
         if permitted(chunk, principal, policy):
             kept.append(chunk)
         else:
-            dropped.append(Dropped._unvalidated("retrieved", "chunk", chunk.id, "forbidden"))
-    return kept, dropped
+            forbidden.append(chunk.id)
+    return kept, [DropRun("retrieved", "chunk", "forbidden", forbidden)] if forbidden else []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -22,10 +23,10 @@ from ctxbudget._exact import render_exactly
 from ctxbudget._fence import SourceFormat
 from ctxbudget._inputs import Chunk, Principal, check_token_range, sequence_of
 from ctxbudget._pack import Fit
-from ctxbudget._report import Dropped
+from ctxbudget._report import DeferredDropped, Dropped, DropRun
 from ctxbudget._result import Source
 from ctxbudget._sources.arrange import Order
-from ctxbudget._sources.claim import RetrievedClaim, SourceSettings, rank
+from ctxbudget._sources.claim import RankedIds, RetrievedClaim, SourceSettings, ranking
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader, check_loader
@@ -104,7 +105,7 @@ class SourceOptions(BaseModel):
         return None if value is None else check_loader(value)
 
 
-class Selection(BaseModel):
+class Selection(DeferredDropped, BaseModel):
     """Retrieved sources selected under a token budget: the fenced block and what it holds."""
 
     model_config = ConfigDict(frozen=True)
@@ -140,13 +141,13 @@ def check_principal(principal: object) -> Principal | None:
 
 def candidates(
     chunks: Sequence[Chunk], principal: Principal | None, options: SourceOptions
-) -> tuple[list[Dropped], list[Chunk]]:
-    """Ranked chunks worth considering, and those ruled out before selection.
+) -> tuple[list[Dropped | DropRun], list[Chunk], RankedIds]:
+    """Ranked chunks worth considering, their ids, and those ruled out before selection.
 
     The first steps of the pipeline, in order: permit (before anything reads the
     text), then relevance (`empty`, `below_floor`), then rank.
     """
-    ids = [c.id for c in chunks]
+    ids = list(map(_ID, chunks))
     if len(set(ids)) != len(ids):  # one C-speed check; the loop only names the culprit
         seen: set[str] = set()
         for chunk_id in ids:
@@ -158,7 +159,13 @@ def candidates(
             seen.add(chunk_id)
     visible, forbidden = permit(chunks, principal, options.access)
     kept, irrelevant = relevant(visible, options.min_relevance)
-    return [*forbidden, *irrelevant], rank(kept)
+    # Both steps keep the order given: when they drop nothing, `kept` is `chunks`.
+    kept_ids = ids if len(kept) == len(chunks) else list(map(_ID, kept))
+    order = ranking(kept)
+    return [*forbidden, *irrelevant], list(map(kept.__getitem__, order)), RankedIds(kept_ids, order)
+
+
+_ID = attrgetter("id")
 
 
 def retrieved_claim(
@@ -169,10 +176,15 @@ def retrieved_claim(
     options: SourceOptions,
     counter: TokenCounter,
     now: datetime | None,
-) -> tuple[RetrievedClaim, list[Dropped]]:
+) -> tuple[RetrievedClaim, list[Dropped | DropRun]]:
     """The retrieved claimant for one request, and the chunks ruled out before selection."""
-    ruled_out, ranked = candidates(chunks, principal, options)
-    forbidden = {d.id for d in ruled_out if d.reason == "forbidden"}
+    ruled_out, ranked, ids = candidates(chunks, principal, options)
+    forbidden = {
+        chunk_id
+        for run in ruled_out
+        if isinstance(run, DropRun) and run.reason == "forbidden"
+        for chunk_id in run.ids
+    }
     settings = SourceSettings(
         render=RenderOptions(
             fmt=options.source_format,
@@ -191,7 +203,8 @@ def retrieved_claim(
         if forbidden
         else frozenset(),
     )
-    return RetrievedClaim(allocation, ranked, counter=counter, settings=settings), ruled_out
+    claim = RetrievedClaim(allocation, ranked, counter=counter, settings=settings, ids=ids)
+    return claim, ruled_out
 
 
 def sources_of(claim: RetrievedClaim, fit: Fit[Chunk]) -> tuple[Source, ...]:
@@ -271,7 +284,7 @@ def select_with(
         tokens=rendered.total,
         budget=max_tokens,
         sources=sources_of(claim, fit),
-        dropped=(*ruled_out, *claim.drops(fit)),
+        dropped=(),
         escalated=claim.escalated(fit),
         trimmed=fit.overflow,
-    )
+    )._defer_dropped([*ruled_out, *claim.drop_runs(fit)])

@@ -9,10 +9,12 @@ no score is not a low score.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
+from operator import itemgetter
 
 from ctxbudget._fence import is_blank
 from ctxbudget._inputs import Chunk
-from ctxbudget._report import Dropped
+from ctxbudget._report import Dropped, DropReason, DropRun
 
 __all__ = ["relevance", "relevant"]
 
@@ -24,19 +26,32 @@ def relevance(chunk: Chunk) -> float | None:
 
 def relevant(
     chunks: Sequence[Chunk], min_relevance: float | None
-) -> tuple[list[Chunk], list[Dropped]]:
+) -> tuple[list[Chunk], list[Dropped | DropRun]]:
     """The step: chunks worth reading, and the rest as `empty` or `below_floor`."""
+    # A text between "!" and "\x7f" in string order starts with a printable ASCII character
+    # other than a space, which `is_blank` sees: only texts outside need its full look, and
+    # without a floor one pass that finds none of them blank decides for all. The compare
+    # reads one character, without slicing.
+    if min_relevance is None and not [
+        c for c in chunks if not "!" <= c.content < "\x7f" and is_blank(c.content)
+    ]:
+        return list(chunks), []
     kept: list[Chunk] = []
-    dropped: list[Dropped] = []
+    dropped: list[tuple[str, DropReason]] = []
     for chunk in chunks:
-        if is_blank(chunk.content):
-            dropped.append(Dropped._unvalidated("retrieved", "chunk", chunk.id, "empty"))
+        text = chunk.content
+        if not "!" <= text < "\x7f" and is_blank(text):
+            dropped.append((chunk.id, "empty"))
         elif (
             min_relevance is not None
             and (score := relevance(chunk)) is not None
             and score < min_relevance
         ):
-            dropped.append(Dropped._unvalidated("retrieved", "chunk", chunk.id, "below_floor"))
+            dropped.append((chunk.id, "below_floor"))
         else:
             kept.append(chunk)
-    return kept, dropped
+    # In the order found, each run of one reason as one `DropRun`.
+    return kept, [
+        DropRun("retrieved", "chunk", reason, [chunk_id for chunk_id, _ in run])
+        for reason, run in groupby(dropped, key=itemgetter(1))
+    ]
