@@ -96,9 +96,10 @@ def fence_frame(notice: str) -> Frame:
 # presentation selector after a heart) is ordinary text and stays.
 _SMUGGLERS: Final = "\U000e0000-\U000e007f\U000e0100-\U000e01ef"
 _REMOVED: Final = re.compile(f"[{_SMUGGLERS}\ufe00-\ufe0f]{{2,}}+|[{_SMUGGLERS}]")
-# The UTF-8 of each of them (U+FE00-FE0F, U+E0000-E01EF) begins with one of these two byte
-# pairs, which only a character of U+FE00-FE3F or U+E0000-E0FFF begins with.
-_SMUGGLER_UTF8: Final = (b"\xef\xb8", b"\xf3\xa0")
+# Each of them is a BMP selector, which the view drops (a changed character), or has this
+# first byte in UTF-8, which only the rare characters of planes 12 to 15 have.
+_BMP_SELECTORS: Final = frozenset(map(chr, range(0xFE00, 0xFE10)))
+_SMUGGLER_LEAD: Final = b"\xf3"
 
 # Blank-looking letters that are not marks: Hangul fillers, the braille blank.
 _FILLERS: Final = "\u115f\u1160\u3164\uffa0\u2800"
@@ -312,23 +313,22 @@ def _unusual(utf8: bytes) -> str:
     return utf8.translate(None, _KEPT_ASCII).decode("utf-8", "surrogatepass")
 
 
-def _changed(text: str, unusual: str | None = None) -> str | None:
+def _changed(text: str, unusual: str | None = None) -> str:
     """The distinct characters of `text` that its view changes (`unusual` is
-    `_unusual` of `text`, if known); None if there are more than `_FEW_CHANGED`."""
+    `_unusual` of `text`, if known)."""
     if text.isascii():  # a few memchr scans
         return "".join([char for char in _ASCII_BREAK_CHARS if char in text])
     if unusual is None:
         unusual = _unusual(text.encode("utf-8", "surrogatepass"))
-    changed = _tables().changing.intersection(unusual)
-    return "".join(changed) if len(changed) <= _FEW_CHANGED else None
+    return "".join(_tables().changing.intersection(unusual))
 
 
-def _view_text(text: str, changed: str | None) -> str:
+def _view_text(text: str, changed: str) -> str:
     """The normalised view of `text`, whose changed characters are `changed` (`_changed`)."""
-    if changed is None:
-        return _view_by_runs(text)
     if text.isascii():
         return text.translate(_ASCII_BREAKS) if changed else text
+    if len(changed) > _FEW_CHANGED:
+        return _view_by_runs(text)
     view = _tables().view
     # No view holds a character the view changes (tests/core/test_fence_fast.py), so
     # replacing the changed characters one after another is the one-pass translate.
@@ -546,7 +546,7 @@ _SOURCE_RULES: Final[dict[SourceFormat, _Rules]] = {
 _SECTION_RULES: Final = _rules([*FRAME_TAGS.values(), "document"])
 
 
-def _rewrite(text: str, rules: _Rules, changed: str | None) -> str:
+def _rewrite(text: str, rules: _Rules, changed: str) -> str:
     """`text`, whose changed characters are `changed` (`_changed`), with every look-alike
     found on its view rewritten; `text` itself if none."""
     while True:
@@ -594,16 +594,17 @@ def _neutralised(text: str, rules: _Rules) -> str:
         return _rewrite(text, rules, _changed(text))
     utf8 = text.encode("utf-8", "surrogatepass")
     unusual = _unusual(utf8)
+    changed = _changed(text, unusual)
     # Whatever _REMOVED finds in `text` it finds in `unusual`, where no ASCII separates a
     # run of selectors: only a text with a smuggled character is searched whole.
     if (
-        (_SMUGGLER_UTF8[0] in utf8 or _SMUGGLER_UTF8[1] in utf8)
+        (_SMUGGLER_LEAD in utf8 or not _BMP_SELECTORS.isdisjoint(changed))
         and _REMOVED.search(unusual) is not None
         and _REMOVED.search(text) is not None
     ):
         text = _REMOVED.sub("", text)
-        return _rewrite(text, rules, _changed(text))
-    return _rewrite(text, rules, _changed(text, unusual))
+        changed = _changed(text)
+    return _rewrite(text, rules, changed)
 
 
 def neutralise(text: str, *, fmt: SourceFormat = "markdown") -> str:
