@@ -96,7 +96,7 @@ def test_shingles_size_parameter() -> None:
 
 
 # One-word shingles, for the set arithmetic of jaccard.
-A, B, C, D = b"a", b"b", b"c", b"d"
+A, B, C, D = 1, 2, 3, 4
 
 
 def test_jaccard_identical_is_one() -> None:
