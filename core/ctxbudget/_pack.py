@@ -67,9 +67,6 @@ class Packer(Generic[T]):
     floor: Callable[[T], int] | None = None
     """A cheaper number never above `bound`: when it alone exceeds the grant, the item is
     oversize without `bound` being computed."""
-    names: Callable[[tuple[T, ...]], Sequence[str]] | None = None
-    """`key` of each of many items at once (a walk's unreached items), in order, when that
-    is cheaper than one item at a time."""
     _costs: dict[int, tuple[T, int]] = field(default_factory=dict, compare=False, repr=False)
     """`cost` per item already costed (allocation packs a claimant more than once), by
     identity; holding the item keeps its id from being reused."""
@@ -158,26 +155,40 @@ class Packer(Generic[T]):
         """The report records for everything `fit` left out."""
         return records(self.drop_runs(fit))
 
-    def drop_runs(self, fit: Fit[T]) -> list[Dropped | DropRun]:
+    def drop_runs(
+        self,
+        fit: Fit[T],
+        *,
+        kinds: bool = True,
+        names: Callable[[tuple[T, ...]], Sequence[str]] | None = None,
+    ) -> list[Dropped | DropRun]:
         """`drops(fit)`, with the items never looked at as one run of records not built yet.
 
         Often thousands of candidates are never looked at: the report builds their
         records only if it is read (`DeferredDropped`); until then they cost their ids.
+
+        Args:
+            kinds: look up each item's kind with `kind_of`; False when the caller knows
+                every item is of `kind`.
+            names: `key` of each of many items at once, in order, when the caller has a
+                cheaper way than one item at a time.
         """
         noted: list[Dropped | DropRun] = [
-            self.record(item, reason, tokens) for item, reason, tokens in fit.dropped
+            self.record(item, reason, tokens, kinds=kinds) for item, reason, tokens in fit.dropped
         ]
-        if not fit.unreached:
+        unreached = fit.unreached
+        if not unreached:
             return noted
-        if self.kind_of is None:
-            unreached = fit.unreached
-            ids = list(map(self.key, unreached)) if self.names is None else self.names(unreached)
+        if self.kind_of is None or not kinds:
+            ids = list(map(self.key, unreached)) if names is None else names(unreached)
             noted.append(DropRun(self.claimant, self.kind, "over_budget", ids))
         else:
-            noted += [self.record(item, "over_budget", None) for item in fit.unreached]
+            noted += [self.record(item, "over_budget", None) for item in unreached]
         return noted
 
-    def record(self, item: T, reason: DropReason, tokens: int | None) -> Dropped:
-        """The report record for one item left out."""
-        kind = self.kind if self.kind_of is None else self.kind_of(item)
+    def record(
+        self, item: T, reason: DropReason, tokens: int | None, *, kinds: bool = True
+    ) -> Dropped:
+        """The report record for one item left out (`kinds` as in `drop_runs`)."""
+        kind = self.kind if self.kind_of is None or not kinds else self.kind_of(item)
         return Dropped._unvalidated(self.claimant, kind, self.key(item), reason, tokens)

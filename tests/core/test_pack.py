@@ -151,14 +151,24 @@ def test_drop_runs_without_unreached_items_hold_no_run() -> None:
     assert [type(d) for d in p.drop_runs(fit)] == [Dropped]
 
 
-def test_drop_runs_name_unreached_items_all_at_once_when_a_packer_can() -> None:
+def test_drop_runs_name_unreached_items_all_at_once_when_the_caller_can() -> None:
     named: list[tuple[Item, ...]] = []
 
     def names(items: tuple[Item, ...]) -> list[str]:
         named.append(items)
         return [f"#{key}" for key, _ in items]
 
-    p = replace(packer(), names=names)
+    p = packer()
     fit = p.pack([("a", 90), ("b", 60), ("c", 1)], 100)
-    assert p.drop_runs(fit)[-1] == DropRun("retrieved", "chunk", "over_budget", ["#c"])
+    assert p.drop_runs(fit, names=names)[-1] == DropRun("retrieved", "chunk", "over_budget", ["#c"])
     assert named == [(("c", 1),)]
+
+
+def test_drop_runs_without_kinds_take_the_packers_kind_for_every_item() -> None:
+    typed = replace(packer(), kind_of=lambda item: "document")
+    fit = typed.pack([("a", 90), ("b", 50), ("c", 1)], 100)
+    assert typed.drop_runs(fit, kinds=False) == [
+        Dropped(claimant="retrieved", kind="chunk", id="b", reason="over_budget"),
+        DropRun("retrieved", "chunk", "over_budget", ["c"]),
+    ]
+    assert [d.kind for d in typed.drops(fit)] == ["document", "document"]

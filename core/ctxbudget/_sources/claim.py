@@ -270,7 +270,6 @@ class RetrievedClaim(ListClaim[Chunk]):
             floor=floor,
             kind_of=lambda c: "document" if self.is_document(c) else "chunk",
         )
-        self.packer = replace(self.packer, names=self._ids_of)
 
     def _ids_of(self, chunks: Sequence[Chunk]) -> Sequence[str]:
         """The ids of `chunks`; from `ids` when they are the last ranked candidates, as a
@@ -458,5 +457,5 @@ class RetrievedClaim(ListClaim[Chunk]):
         """`drops(fit)`, with the chunks never looked at as a run of records not built yet."""
         # Without a loaded document every item is a chunk: no per-item kind to look up.
         loaded = any(d is not None for d in self._documents.values())
-        packer = self.packer if loaded else replace(self.packer, kind_of=None)
-        return [*packer.drop_runs(fit), *self._denied.values()]
+        runs = self.packer.drop_runs(fit, kinds=loaded, names=self._ids_of)
+        return [*runs, *self._denied.values()]
