@@ -300,7 +300,8 @@ class _View:
 _KEPT_ASCII: Final = bytes(b for b in range(0x80) if chr(b) not in _ASCII_BREAK_CHARS)
 
 _FEW_CHANGED: Final = 64
-"""Most distinct changed characters the view makes by one str.replace each."""
+"""Most distinct changed characters the view makes by one str.replace each: a C pass
+over the text each, where `_view_by_runs` makes one regex pass and a step per run."""
 
 
 def _unusual(utf8: bytes) -> str:
@@ -447,9 +448,10 @@ class _Rule:
 # and the view's "<", "[" and ":" are where str.find says. So the patterns beginning
 # with "<" are searched as one, from the first "<", with that literal first character
 # (sre skips to each occurrence at memchr-like speed, and tries the rest only there);
-# likewise [INST] from the first "["; a line pattern is matched at the start of the line
-# holding the first "[" or ":", and searched after each later "\n". Each is the same
-# pattern, tried at every place a match of it can begin: the answer is exact.
+# likewise [INST] from the first "["; a line pattern is matched at the start of the
+# first few lines holding a "[" or ":", then searched for after each later "\n". Each
+# pattern is tried at every place a match of it can begin, so the answer is exact; where
+# it is yes, every rule runs over the whole view, as it always did.
 
 
 def _at_angle(names: list[str]) -> re.Pattern[str]:
@@ -553,7 +555,7 @@ def _rewrite(text: str, rules: _Rules, changed: str) -> str:
         viewed = _view_text(text, changed)
         if not rules.match_somewhere(viewed):
             return text
-        view = _View(viewed, text)
+        view = _View(viewed, text)  # a rule matches: `found` below is not empty
         active = [r for r in rules.rules if any(t in viewed for t in r.triggers)]
         found = sorted(
             (

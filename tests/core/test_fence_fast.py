@@ -8,8 +8,9 @@ bytes.translate, builds the view by one str.replace each, and tries each pattern
 one of its matches can begin. Both must give the same bytes for every input: the oracle
 below is a verbatim copy of the implementation before the fast path (`_rewrite`, `_view`,
 `_triggered`, `_stripped`, `is_blank` as of commit ff889ef), run on the library's own
-patterns and `_View`, and compared over a hostile alphabet of look-alikes, invisible
-characters, line breaks of every kind, role words, tags, digits and brackets.
+`_View` and patterns (header and role as they were spelt then: decoration one class a
+character), and compared over a hostile alphabet of look-alikes, invisible characters,
+line breaks of every kind, role words, tags, digits and brackets.
 """
 
 from __future__ import annotations
