@@ -497,25 +497,43 @@ class _Rules:
         bracket = view.find("[")
         if bracket >= 0 and (
             _INST_AT_BRACKET.search(view, bracket) is not None
-            or _on_a_line(_HEADER, _HEADER_AFTER_BREAK, view, "[", bracket)
+            or _on_a_line(_HEADER, _HEADER_AFTER_BREAK, _BEFORE_BRACKET, view, "[", bracket)
         ):
             return True
         colon = view.find(":")
-        return colon >= 0 and _on_a_line(_ROLE, _ROLE_AFTER_BREAK, view, ":", colon)
+        return colon >= 0 and _on_a_line(_ROLE, _ROLE_AFTER_BREAK, _BEFORE_COLON, view, ":", colon)
 
 
 _LINES_TRIED: Final = 4
 """Lines a line-start pattern is matched on one by one, before one search of the rest."""
 
+# The ASCII characters that can come right before the "[" of a header (decoration, or
+# the line break before it) and the ":" of a role (spaces, emphasis, or the last letter
+# of a role word, in either case). A line whose first "[" or ":" comes after any other
+# ASCII character cannot match: "09:00", "Note:", "a[3]" need no regex call.
+_ASCII_SPACES: Final = " \t\x0b\x0c\r\x1c\x1d\x1e\x1f"
+_BEFORE_BRACKET: Final = frozenset(_ASCII_SPACES + "\n>#*_~")
+_BEFORE_COLON: Final = frozenset(
+    _ASCII_SPACES + "*_~" + "".join(word[-1] + word[-1].upper() for word in _ROLE_WORDS)
+)
+
 
 def _on_a_line(
-    pattern: re.Pattern[str], after_break: re.Pattern[str], view: str, char: str, index: int
+    pattern: re.Pattern[str],
+    after_break: re.Pattern[str],
+    before: frozenset[str],
+    view: str,
+    char: str,
+    index: int,
 ) -> bool:
-    """Whether line-start `pattern`, which needs `char` on its line, matches in `view`, where
-    the first `char` is at `index` (`after_break` is `pattern` after a ``\\n``)."""
+    """Whether line-start `pattern` matches in `view`. It needs `char` on its line, after
+    a character of `before` or a non-ASCII one; the first `char` is at `index`
+    (`after_break` is `pattern` after a ``\\n``)."""
     for _ in range(_LINES_TRIED):
-        start = view.rfind("\n", 0, index) + 1
-        if pattern.match(view, start) is not None:
+        previous = view[index - 1] if index else "\n"  # the text starts a line
+        if (previous in before or not previous.isascii()) and pattern.match(
+            view, view.rfind("\n", 0, index) + 1
+        ) is not None:
             return True
         index = view.find("\n", index)  # the next line
         if index < 0:
