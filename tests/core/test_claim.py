@@ -427,3 +427,30 @@ def test_candidates_other_than_the_last_ranked_are_named_by_reading_them() -> No
 def test_claim_with_ids_not_naming_each_ranked_chunk_raises() -> None:
     with pytest.raises(ValueError, match=r"ids name each ranked chunk: got 1 for 2"):
         claim(parts("d", 2), ids=["one"])
+
+
+class Longest:
+    """A tokenizer that counts how often its longest token is asked for."""
+
+    name = "longest"
+    asked = 0
+
+    def count(self, text: str) -> int:
+        return fake_count(text)
+
+    @property
+    def max_token_bytes(self) -> int:
+        self.asked += 1
+        return 8
+
+
+def test_longest_token_is_looked_up_once_per_counter() -> None:
+    tokenizer = Longest()
+    counter = TokenCounter(tokenizer)
+    settings = claim([]).settings
+    allocation = Allocation("retrieved", priority=1)
+    RetrievedClaim(allocation, parts("d", 2), counter=counter, settings=settings)
+    asked = tokenizer.asked
+    second = RetrievedClaim(allocation, parts("d", 2), counter=counter, settings=settings)
+    assert tokenizer.asked == asked
+    assert second.packer.bound(parts("d", 1)[0]) > 0
