@@ -132,6 +132,7 @@ class DropRun:
     ids: Sequence[str]
 
     def records(self) -> list[Dropped]:
+        """The records, one per id."""
         return Dropped._many(self.claimant, self.kind, self.ids, self.reason)
 
 

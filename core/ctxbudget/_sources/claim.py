@@ -99,8 +99,10 @@ def _best_first(keys: list[float | None], positions: Sequence[int]) -> list[int]
     # Typed as floats: a None key raises in the first sort and is left out of the second.
     key = cast("Callable[[int], float]", keys.__getitem__)
     if len(positions) > 1:
-        # Sorting two or more keys compares each at least once, and comparing None raises:
-        # a sort that returns saw no None key. Cheaper than looking first.
+        # A sort of two or more items that returns has compared each item with its
+        # neighbour in the result (else their order would be a guess), and comparing None
+        # raises TypeError: so it saw no None key, and its order is the one below. Cheaper
+        # than looking for None first.
         try:
             return sorted(positions, key=key, reverse=True)
         except TypeError:
