@@ -250,9 +250,7 @@ class TokenCounter:
         self._maxsize = maxsize
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._ends: OrderedDict[bytes, Ends] = OrderedDict()
-        self._rewrites: OrderedDict[tuple[Callable[[str], str], bytes], str | None] = (
-            OrderedDict()
-        )
+        self._rewrites: OrderedDict[tuple[Callable[[str], str], bytes], str | None] = OrderedDict()
         self._lock = threading.Lock()
         self._bytes_per_token = (
             tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else None
@@ -397,7 +395,10 @@ _SHORT = 256
 
 def _digest(text: str) -> bytes:
     # surrogatepass: a lone surrogate (which tiktoken counts as U+FFFD) must not raise here.
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    # SHA-256 cut to 128 bits: collision-resistant like blake2b's 128 bits (a forged pair of
+    # texts sharing a key would share a count), and 3x faster where CPUs have SHA
+    # instructions (x86 since 2016, ARMv8), which hashlib's blake2b cannot use.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
 def _verify(tokenizer: Tokenizer, texts: list[str], trusted: list[Counted], total: int) -> None:
