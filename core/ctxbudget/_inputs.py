@@ -18,6 +18,7 @@ import textwrap
 import types
 from collections.abc import Sequence
 from datetime import date, datetime
+from itertools import repeat
 from typing import (
     Annotated,
     Any,
@@ -615,12 +616,12 @@ def sequence_of(name: str, values: object, kind: type[_M]) -> list[_M]:
         raise InputError(
             f"{name} must be a sequence of {kind.__name__}, but got {type(values).__name__}"
         )
-    for index, value in enumerate(values):
-        if not isinstance(value, kind):
-            raise InputError(
-                f"{name}[{index}] is a {type(value).__name__}, expected ctxbudget.{kind.__name__}; "
-                f"build it with {kind.__name__}(...) or {kind.__name__}.model_validate(data)"
-            )
+    if not all(map(isinstance, values, repeat(kind))):  # one C-speed pass over the items
+        index, value = next((i, v) for i, v in enumerate(values) if not isinstance(v, kind))
+        raise InputError(
+            f"{name}[{index}] is a {type(value).__name__}, expected ctxbudget.{kind.__name__}; "
+            f"build it with {kind.__name__}(...) or {kind.__name__}.model_validate(data)"
+        )
     return list(values)
 
 
