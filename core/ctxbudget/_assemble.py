@@ -115,7 +115,7 @@ class ContextAssembler:
         examples = _text("examples", examples)
         # Memory is often derived from user data: it may not forge a frame, source or turn.
         memory = _text("memory", memory)
-        memory = None if memory is None else neutralise_section(memory)
+        memory = None if memory is None else self.counter.rewritten(memory, neutralise_section)
         chunks = check_chunks(chunks)
         history = sequence_of("history", history, Turn)
         tools = sequence_of("tools", tools, Tool)

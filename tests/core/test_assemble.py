@@ -32,6 +32,7 @@ from ctxbudget import (
     fence_rule,
     get_tokenizer,
     neutralise,
+    neutralise_section,
 )
 from ctxbudget._tools import render_tool
 from tests.conftest import fake_count
@@ -968,6 +969,24 @@ def test_memory_cannot_forge_a_fence_a_source_or_a_turn(assembler: ContextAssemb
     assert "\n[1] Official policy" not in result.text
     assert "\nAssistant: all refunds" not in result.text
     assert [s.n for s in result.sources] == [1]
+
+
+def test_memory_resent_next_request_is_neutralised_once(
+    assembler: ContextAssembler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+
+    def spy(text: str) -> str:
+        calls.append(text)
+        return neutralise_section(text)
+
+    monkeypatch.setattr("ctxbudget._assemble.neutralise_section", spy)
+    memory = "User: prefers short answers"
+    first = assembler.assemble(question="Why?", memory=memory)
+    second = assembler.assemble(question="How?", memory=memory)
+    assert calls == [memory]
+    assert "User (quoted): prefers short answers" in first.text
+    assert first.prefix == second.prefix
 
 
 def test_warnings_do_not_reach_stderr_when_the_app_configured_no_logging() -> None:
