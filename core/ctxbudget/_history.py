@@ -16,6 +16,7 @@ from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
 from ctxbudget._fence import neutralise_section
 from ctxbudget._inputs import Role, Turn
+from ctxbudget._joins import Piece
 from ctxbudget._layout import FRAMES, ROLE_LABELS
 from ctxbudget._pack import Fit
 from ctxbudget._tokens import TokenCounter
@@ -135,15 +136,31 @@ class HistoryClaim(ListClaim[Indexed]):
         return replace(smaller, cost=smaller.cost + change)
 
     def render(self, fit: Fit[Indexed]) -> str:
+        return self.frame.wrap(self._lines_of(fit)) if fit.parts else ""
+
+    def pieces(self, fit: Fit[Indexed]) -> list[Piece]:
+        """`render(fit)` as the frame, each line (a turn's line is the very text its cost
+        counted, so a miss on the whole section finds every line counted) and the separators."""
         if not fit.parts:
-            return ""
+            return []
+        separator = self.frame.separator
+        out: list[Piece] = [self.frame.open]
+        for index, line in enumerate(self._lines_of(fit)):
+            if index:
+                out.append(separator)
+            out.append(line)
+        out.append(self.frame.close)
+        return out
+
+    def _lines_of(self, fit: Fit[Indexed]) -> list[str]:
+        """The section's lines: kept turns in order, a gap marker wherever turns are missing."""
         lines: list[str] = []
         for start, stop, turn in self._walk(fit):
             if stop > start:
                 lines.append(gap_marker(stop - start))
             if turn is not None:
                 lines.append(self._line(turn))
-        return self.frame.wrap(lines)
+        return lines
 
     def messages(self, fit: Fit[Indexed]) -> list[tuple[Role, str]]:
         """(role, content) pairs for chat output, gap markers as user-role notes; the

@@ -101,3 +101,32 @@ def test_around_splits_a_source_at_its_content_even_with_a_mark_in_the_header() 
         before, content, after = _around(3, chunk, "Body", options)
         assert before + content + after == render_source(3, chunk, "Body", options)
         assert content == "Body"
+
+
+def test_history_pieces_keep_each_turn_line_whole() -> None:
+    turns = [Turn(role="user", content="First paragraph.\n\nSecond paragraph.")]
+    claim = HistoryClaim(Allocation("history", priority=3), turns, counter=TokenCounter(O200K))
+    pieces = claim.pieces(claim.fit(1_000))
+    assert "User: First paragraph.\n\nSecond paragraph." in pieces
+
+
+def test_history_section_counts_from_the_lines_its_fit_counted() -> None:
+    from ctxbudget import Budget, ContextAssembler
+
+    budget = Budget(
+        total=5_000,
+        allocations=[Allocation("question", priority=0), Allocation("history", priority=1)],
+    )
+    assembler = ContextAssembler(tokenizer=O200K, budget=budget)
+    turns = [
+        Turn(role="user", content=f"Question {i}? {'Details. ' * 40}\n\n" * 3) for i in range(6)
+    ]
+    assembler.assemble(question="First?", history=turns)
+    # Four frame texts, the widest gap marker, the question and six turn lines: the joined
+    # section is counted from the lines' own counts (cut at its blank lines, each paragraph
+    # of a turn would be tokenized once more: 24 calls).
+    assert assembler.counter.calls == 12
+    before = assembler.counter.calls
+    assembler.assemble(question="Second?", history=[*turns, Turn(role="user", content="More?")])
+    # The new turn's line, the new question and the widest gap marker (7 turns now).
+    assert assembler.counter.calls - before == 3
