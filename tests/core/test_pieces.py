@@ -6,7 +6,16 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from ctxbudget import Allocation, Chunk, SourceOptions, TokenCounter, Turn, get_tokenizer
+from ctxbudget import (
+    Allocation,
+    Budget,
+    Chunk,
+    ContextAssembler,
+    SourceOptions,
+    TokenCounter,
+    Turn,
+    get_tokenizer,
+)
 from ctxbudget._claims import text_claim
 from ctxbudget._fence import SourceFormat
 from ctxbudget._history import HistoryClaim
@@ -111,11 +120,9 @@ def test_history_pieces_keep_each_turn_line_whole() -> None:
 
 
 def test_history_section_counts_from_the_lines_its_fit_counted() -> None:
-    from ctxbudget import Budget, ContextAssembler
-
     budget = Budget(
         total=5_000,
-        allocations=[Allocation("question", priority=0), Allocation("history", priority=1)],
+        allocations=(Allocation("question", priority=0), Allocation("history", priority=1)),
     )
     assembler = ContextAssembler(tokenizer=O200K, budget=budget)
     turns = [
