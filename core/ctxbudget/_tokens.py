@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 K = TypeVar("K")
+Key = str | bytes
+"""A count cache key (`_key`)."""
 V = TypeVar("V")
 
 VERIFY_JOINS = "CTXBUDGET_VERIFY_JOINS"
@@ -236,8 +238,8 @@ def _tokenizer(encoding_name: str) -> TiktokenTokenizer:
 class TokenCounter:
     """Counts through a `Tokenizer`, caching per text so a text is tokenized once.
 
-    The cache is a bounded LRU keyed by a digest of the text, so it never keeps
-    large documents alive. Thread-safe: one assembler serves concurrent requests (two
+    The cache is a bounded LRU keyed by a digest of the text (a short text by itself), so
+    it never keeps large documents alive. Thread-safe: one assembler serves concurrent requests (two
     threads meeting the same new text at once may both count it; the result is the same).
     For tiktoken's o200k_base and cl100k_base, a text joined from parts is counted from
     the parts' counts and a few characters per join (`count_joined`, `_joins.py`).
@@ -248,9 +250,9 @@ class TokenCounter:
             raise ValueError(f"maxsize must be >= 0, but got {maxsize}")
         self._tokenizer = tokenizer
         self._maxsize = maxsize
-        self._cache: OrderedDict[bytes, int] = OrderedDict()
-        self._ends: OrderedDict[bytes, Ends] = OrderedDict()
-        self._rewrites: OrderedDict[tuple[Callable[[str], str], bytes], str | None] = OrderedDict()
+        self._cache: OrderedDict[Key, int] = OrderedDict()
+        self._ends: OrderedDict[Key, Ends] = OrderedDict()
+        self._rewrites: OrderedDict[tuple[Callable[[str], str], Key], str | None] = OrderedDict()
         self._lock = threading.Lock()
         self._bytes_per_token = (
             tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else None
@@ -270,9 +272,9 @@ class TokenCounter:
         """Exact token count of `text`, from the cache when it was counted before."""
         if not text:
             return 0
-        return self._count(text, _digest(text))
+        return self._count(text, _key(text))
 
-    def _count(self, text: str, key: bytes) -> int:
+    def _count(self, text: str, key: Key) -> int:
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -329,7 +331,7 @@ class TokenCounter:
         text = "".join(cast("Sequence[str]", pieces))
         if not text:
             return 0
-        key = _digest(text)
+        key = _key(text)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -341,7 +343,7 @@ class TokenCounter:
 
     def _measure(self, text: str, joins: JoinCounter) -> tuple[Ends, int]:
         """A long text's `Ends` and, when both ends were measured, its count (else 0)."""
-        key = _digest(text)
+        key = _key(text)
         with self._lock:
             found = self._ends.get(key)
             tokens = self._cache.get(key)
@@ -366,13 +368,13 @@ class TokenCounter:
                 cache.popitem(last=False)
 
     def rewritten(self, text: str, rewrite: Callable[[str], str]) -> str:
-        """`rewrite(text)` for a pure `rewrite`, remembered across requests by the text's digest.
+        """`rewrite(text)` for a pure `rewrite`, remembered across requests by the text's key.
 
         A conversation resends every turn on every request, and neutralising one scans it
         whole. Only a text the rewrite changes keeps its result in the cache (bounded like
         the counts); an unchanged one, almost every text, costs its digest.
         """
-        key = (rewrite, _digest(text))
+        key = (rewrite, _key(text))
         with self._lock:
             if key in self._rewrites:
                 self._rewrites.move_to_end(key)
@@ -391,6 +393,12 @@ class TokenCounter:
 
 _SHORT = 256
 """Pieces up to this length skip the digest: their ends and counts come from small caches."""
+
+
+def _key(text: str) -> Key:
+    """The cache key of `text`: a short text itself, a longer one its digest, so that the
+    cache never keeps a large document alive. A str never equals a bytes digest."""
+    return text if len(text) <= _SHORT else _digest(text)
 
 
 def _digest(text: str) -> bytes:

@@ -486,6 +486,14 @@ def test_counter_rewritten_at_maxsize_rewrites_least_recently_used_text_again() 
     assert rewrite.calls == ["a", "b", "c", "b"]
 
 
+def test_counter_keys_short_texts_by_themselves_and_long_ones_by_digest() -> None:
+    counter, _ = recording_counter()
+    counter.count("short text")
+    counter.count("long " * 100)
+    assert [type(key) for key in counter._cache] == [str, bytes]
+    assert len(next(reversed(counter._cache))) == 16
+
+
 def test_counter_with_negative_maxsize_raises() -> None:
     with pytest.raises(ValueError, match=r"maxsize must be >= 0, but got -3"):
         TokenCounter(CallableTokenizer(len, name="chars"), maxsize=-3)
