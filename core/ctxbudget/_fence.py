@@ -399,11 +399,10 @@ _INST: Final = re.compile(f"{_INST_BRACKET}|{_INST_SYS}", re.IGNORECASE)
 _HEADER: Final = re.compile(
     f"(?m)^{_DECORATION}\\[[^\\S\\n]*+\\d{{1,6}}+[^\\S\\n]*+\\]",
 )
-_ROLE_WORDS: Final = sorted(
+_ROLE_WORDS: Final = sorted(  # longest first; ties by name, so the pattern is the same each run
     {label.lower() for label in ROLE_LABELS.values()}
     | {"human", "ai", "model", "developer", "bot"},
-    key=len,
-    reverse=True,
+    key=lambda word: (-len(word), word),
 )
 _ROLE_TAIL: Final = "(?:[^\\S\\n]++|[*_~]++)*+:"  # spaces and emphasis, then the colon
 _ROLE: Final = re.compile(
