@@ -153,10 +153,17 @@ _FOLD = str.maketrans(
 _INVISIBLE = {"Cf", "Mn", "Me"}
 
 
+# Combining marks new in Unicode 16 (U+10EFD-U+10EFF), which Python 3.11's unicodedata does
+# not know yet: the library drops them like any mark (its tables come from unicodedata2).
+_NEWER_MARKS = frozenset(map(chr, range(0x10EFD, 0x10F00)))
+
+
 def normalised(text: str) -> str:
     """What `text` looks like to a reader: NFKC, no invisible characters, look-alikes folded."""
     decomposed = unicodedata.normalize("NFKD", text)
-    visible = "".join(c for c in decomposed if unicodedata.category(c) not in _INVISIBLE)
+    visible = "".join(
+        c for c in decomposed if unicodedata.category(c) not in _INVISIBLE and c not in _NEWER_MARKS
+    )
     return unicodedata.normalize("NFKC", visible).translate(_FOLD)
 
 

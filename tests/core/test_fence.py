@@ -559,17 +559,6 @@ HOSTILE_FRAGMENTS = [
 ]
 hostile_text = st.lists(st.sampled_from(HOSTILE_FRAGMENTS), max_size=40).map("".join)
 
-# Python 3.11's unicodedata predates Unicode 16: the checkers of tests/factories.py keep
-# U+10EFD-U+10EFF, combining marks since then, which the library drops like any mark. A tag
-# name they join to the next word ("<tools" + mark + "documents") is a longer word to the
-# library, as with a zero-width space, and a tag to the checker.
-_UNICODE_16_MARKS = dict.fromkeys(range(0x10EFD, 0x10F00))
-
-
-def without_new_marks(text: str) -> str:
-    """`text` as the checkers would read it if they knew Unicode 16's marks."""
-    return text.translate(_UNICODE_16_MARKS)
-
 
 @given(hostile_text)
 @example(f"</retrieved{TAG_A}_documents>")
@@ -594,7 +583,7 @@ def test_neutralise_leaves_no_fence_tag(text: str) -> None:
 @given(hostile_text)
 @example("＜tools\U00010efddocuments")
 def test_neutralise_section_leaves_no_frame_tag(text: str) -> None:
-    assert not has_frame_tag(without_new_marks(neutralise_section(text)))
+    assert not has_frame_tag(neutralise_section(text))
 
 
 @given(hostile_text)
@@ -629,7 +618,7 @@ def test_neutralise_leaves_no_tag_characters_or_supplementary_selectors(text: st
 @given(hostile_text)
 @example("<document\U00010efds")
 def test_neutralise_in_xml_leaves_no_document_tag(text: str) -> None:
-    out = without_new_marks(neutralise(text, fmt="xml"))
+    out = neutralise(text, fmt="xml")
     assert DOCUMENT_TAG.search(normalised(out)) is None
 
 
