@@ -323,3 +323,19 @@ def test_pair_of_a_subset_at_exactly_the_jaccard_threshold_is_duplicate() -> Non
     kept = Chunk(id="k", content="w0 w1 w2 w3 w4 w5 w6 w7")
     settings = Dedup(jaccard=0.5, containment=None)
     assert Deduplicator(settings).duplicates(candidate, [kept]) is kept
+
+
+@given(
+    candidate=vocabulary_text,
+    kept=st.lists(vocabulary_text, min_size=1, max_size=5),
+    jaccard=threshold,
+    containment=threshold,
+)
+def test_verdicts_against_several_kept_equal_the_first_pair_by_definition(
+    candidate: str, kept: list[str], jaccard: float | None, containment: float | None
+) -> None:
+    settings = Dedup(jaccard=jaccard, containment=containment, cosine=None, shingle_size=2)
+    chunk = Chunk(id="c", content=candidate or "x")
+    others = [Chunk(id=f"k{i}", content=text or "x") for i, text in enumerate(kept)]
+    expected = next((o for o in others if reference_same(chunk.content, o.content, settings)), None)
+    assert Deduplicator(settings).duplicates(chunk, others) is expected
