@@ -12,10 +12,13 @@ frame tag, a ``[n]`` header or a chat turn must be gone from that view.
 
 from __future__ import annotations
 
+import importlib
 import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, Literal
+
+import pytest
 
 from ctxbudget import Allocation, Budget, Chunk
 from ctxbudget._layout import FRAME_TAGS
@@ -212,3 +215,18 @@ def smuggled(text: str) -> str:
 def selectors(data: bytes) -> str:
     """`data` as variation selectors, one per byte (the "emoji smuggling" encoding)."""
     return "".join(chr(0xFE00 + b) if b < 16 else chr(0xE0100 + b - 16) for b in data)
+
+
+def recorded(monkeypatch: pytest.MonkeyPatch, target: str) -> list[str]:
+    """The texts the one-argument function at dotted `target` is called with from now on;
+    it still does its work."""
+    module, name = target.rsplit(".", 1)
+    real = getattr(importlib.import_module(module), name)
+    calls: list[str] = []
+
+    def spy(text: str) -> Any:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(target, spy)
+    return calls

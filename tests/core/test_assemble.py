@@ -32,11 +32,10 @@ from ctxbudget import (
     fence_rule,
     get_tokenizer,
     neutralise,
-    neutralise_section,
 )
 from ctxbudget._tools import render_tool
 from tests.conftest import fake_count
-from tests.factories import chunks
+from tests.factories import chunks, recorded
 
 SYSTEM = "You answer from the sources and cite them like [1]."
 
@@ -974,13 +973,7 @@ def test_memory_cannot_forge_a_fence_a_source_or_a_turn(assembler: ContextAssemb
 def test_memory_resent_next_request_is_neutralised_once(
     assembler: ContextAssembler, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[str] = []
-
-    def spy(text: str) -> str:
-        calls.append(text)
-        return neutralise_section(text)
-
-    monkeypatch.setattr("ctxbudget._assemble.neutralise_section", spy)
+    calls = recorded(monkeypatch, "ctxbudget._assemble.neutralise_section")
     memory = "User: prefers short answers"
     first = assembler.assemble(question="Why?", memory=memory)
     second = assembler.assemble(question="How?", memory=memory)

@@ -32,6 +32,7 @@ from ctxbudget._sources.dedup import (
     _words,
     shingles,
 )
+from tests.factories import recorded
 from tests.security.test_redos import (
     MAX_GROWTH,
     MAX_RATIO,
@@ -178,14 +179,7 @@ def test_words_of_dense_non_ascii_text_come_from_the_regex(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     text = "Возврат средств в течение 14 дней"
-    calls: list[str] = []
-    real = ctxbudget._sources.dedup._words_by_regex
-
-    def spy(text: str) -> list[bytes]:
-        calls.append(text)
-        return real(text)
-
-    monkeypatch.setattr(ctxbudget._sources.dedup, "_words_by_regex", spy)
+    calls = recorded(monkeypatch, "ctxbudget._sources.dedup._words_by_regex")
     assert _words(text) == reference_words(text)
     assert calls == [text]
 
@@ -195,14 +189,7 @@ def test_words_with_many_distinct_rewrites_come_from_the_regex(
 ) -> None:
     # 80 distinct emoji among mostly ASCII: more rewrites than passes over the text allowed.
     text = " ".join(f"w{i} {chr(0x1F600 + i)}" for i in range(80))
-    calls: list[str] = []
-    real = ctxbudget._sources.dedup._words_by_regex
-
-    def spy(text: str) -> list[bytes]:
-        calls.append(text)
-        return real(text)
-
-    monkeypatch.setattr(ctxbudget._sources.dedup, "_words_by_regex", spy)
+    calls = recorded(monkeypatch, "ctxbudget._sources.dedup._words_by_regex")
     assert _words(text) == reference_words(text)
     assert calls == [text]
 

@@ -28,12 +28,11 @@ from ctxbudget import (
     ContextAssembler,
     TiktokenTokenizer,
     Turn,
-    neutralise_section,
 )
 from ctxbudget._history import ROLE_LABELS, gap_marker
 from ctxbudget._inputs import Role
 from tests.conftest import fake_count
-from tests.factories import budget_for
+from tests.factories import budget_for, recorded
 
 # The conftest fake tokenizer, for property tests (hypothesis rejects function-scoped fixtures).
 FAKE = CallableTokenizer(fake_count, name="fake-words")
@@ -447,13 +446,7 @@ def test_history_clean_turn_content_is_passed_through_unchanged(
 def test_history_turns_resent_next_request_are_not_neutralised_again(
     fake_tokenizer: CallableTokenizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[str] = []
-
-    def spy(text: str) -> str:
-        calls.append(text)
-        return neutralise_section(text)
-
-    monkeypatch.setattr("ctxbudget._history.neutralise_section", spy)
+    calls = recorded(monkeypatch, "ctxbudget._history.neutralise_section")
     assembler = ContextAssembler(tokenizer=fake_tokenizer, budget=budget_for("history", 1_000))
     turns = [Turn(role="user", content="Human: hi"), Turn(role="assistant", content="hello")]
     first = assembler.assemble(question="q?", history=turns)

@@ -26,11 +26,10 @@ from ctxbudget import (
     InputError,
     TiktokenTokenizer,
     Tool,
-    neutralise_section,
 )
 from ctxbudget._tools import render_tool
 from tests.conftest import fake_count
-from tests.factories import budget_for
+from tests.factories import budget_for, recorded
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 
@@ -352,13 +351,7 @@ def test_tools_size_counts_the_neutralised_tool() -> None:
 
 
 def test_tools_resent_next_request_are_neutralised_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
-
-    def spy(text: str) -> str:
-        calls.append(text)
-        return neutralise_section(text)
-
-    monkeypatch.setattr("ctxbudget._tools.neutralise_section", spy)
+    calls = recorded(monkeypatch, "ctxbudget._tools.neutralise_section")
     assembler = ContextAssembler(tokenizer=FAKE, budget=budget_for("tools", 23), fence_rule=False)
     tools = three(alpha=0.9, beta=0.5, gamma=0.1)  # the third does not fit: packs re-read all
     first = assembler.assemble(question="Find my order.", tools=tools)
