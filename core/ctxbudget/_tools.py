@@ -7,8 +7,9 @@ forge a turn or a source, or inject a ``System:`` line into the cached prefix.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
@@ -21,21 +22,16 @@ from ctxbudget._tokens import TokenCounter
 __all__ = ["render_tool", "tool_schema", "tools_claim"]
 
 
-def render_tool(tool: Tool) -> str:
+def render_tool(tool: Tool, *, neutralised: Callable[[str], str] = neutralise_section) -> str:
     """A tool as the model reads it: name, description, and the argument schema as compact
-    JSON, neutralised (a tool named ``user`` reads ``user (quoted): ...``)."""
-    return neutralise_section(_tool_text(tool))
-
-
-def _tool_text(tool: Tool) -> str:
-    """`render_tool` before neutralising."""
+    JSON, `neutralised` (a tool named ``user`` reads ``user (quoted): ...``)."""
     line = f"{tool.name}: {tool.description}" if tool.description else tool.name
     if tool.parameters:
         schema = json.dumps(
             tool.parameters, sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
         line = f"{line}\nParameters: {schema}"
-    return line
+    return neutralised(line)
 
 
 def tool_schema(tool: Tool) -> str:
@@ -69,14 +65,13 @@ def tools_claim(
     # Allocation packs the tools several times and each pack reads every tool's text; an
     # agent resends the same tools on every request, so neutralising is remembered too.
     texts: dict[str, str] = {}
+    remembered = functools.partial(counter.rewritten, rewrite=neutralise_section)
 
     def text(tool: Tool) -> str:
         found = texts.get(tool.name)
         if found is None:
             found = texts[tool.name] = (
-                tool_schema(tool)
-                if native
-                else counter.rewritten(_tool_text(tool), neutralise_section)
+                tool_schema(tool) if native else render_tool(tool, neutralised=remembered)
             )
         return found
 
