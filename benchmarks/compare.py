@@ -9,7 +9,7 @@ and reused, as an app would.
 
     python -m benchmarks.compare                # everything, medians of 15
     python -m benchmarks.compare --repeat 5     # quicker
-    python -m benchmarks.compare --only peers   # or: scaling, memory
+    python -m benchmarks.compare --only peers   # or: scaling, dedup, memory
 
 Peers that are not installed are skipped with a note: ``pip install -e '.[bench]'``.
 Times are CPU time of this process (``time.process_time``), so other load on the machine
@@ -45,7 +45,8 @@ from benchmarks.workloads import (
     budget,
     label,
 )
-from ctxbudget import ContextAssembler, get_tokenizer
+from ctxbudget import ContextAssembler, Dedup, SourceOptions, get_tokenizer
+from ctxbudget._sources.dedup import shingles
 
 BUDGET = 6_000
 RETRIEVED = 3_000
@@ -114,8 +115,14 @@ def each(method: Callable[[Any], Any], items: list[Any]) -> Callable[[int], Any]
 # --- the methods ---------------------------------------------------------------------------------
 
 
-def ctxbudget_method(workload: Workload) -> Callable[[Request], str]:
-    assembler = ContextAssembler(tokenizer=ENCODING, budget=budget())
+NO_DEDUP = SourceOptions(dedup=Dedup(jaccard=None, containment=None, cosine=None))
+"""Near-duplicate detection off: what the rest of the pipeline costs without it."""
+
+
+def ctxbudget_method(
+    workload: Workload, sources: SourceOptions | None = None
+) -> Callable[[Request], str]:
+    assembler = ContextAssembler(tokenizer=ENCODING, budget=budget(), sources=sources)
 
     def run(request: Request) -> str:
         return assembler.assemble(
@@ -383,6 +390,35 @@ def scaling(repeat: int, clock: Clock) -> None:
         )
 
 
+def dedup_cost(repeat: int, clock: Clock) -> None:
+    """The 200-candidate request with near-duplicate detection on (the default) and off, and
+    the 5-word windows of one chunk against one encode of that chunk."""
+    print(
+        "\nWhat near-duplicate detection costs (200 candidates; medians; ratio to one encode "
+        "of the output)\n"
+    )
+    print("| counts | dedup on (default) | dedup off | difference |")
+    print("|---|---:|---:|---:|")
+    for counts in (True, False):
+        workload = WORKLOADS[label(Workload("200 candidates", 200, counts))]
+        requests = [workload.request(seed) for seed in range(repeat + 1)]
+        prompts = [ctxbudget_method(workload)(r) for r in requests]
+        encode = each(ENCODER.encode_ordinary, prompts)
+        ratios = [
+            timed(clock, each(ctxbudget_method(workload, sources), requests), encode, repeat)[1]
+            for sources in (None, NO_DEDUP)
+        ]
+        given = "ingest counts" if counts else "no counts"
+        print(f"| {given} | {ratios[0]:.2f}x | {ratios[1]:.2f}x | {ratios[0] - ratios[1]:.2f}x |")
+    texts = [chunk.content for chunk in WORKLOADS["200 candidates, no counts"].request(1).chunks]
+    encode_one = each(ENCODER.encode_ordinary, texts)
+    seconds, ratio, _ = timed(clock, each(shingles, texts), encode_one, min(repeat, len(texts) - 1))
+    print(
+        f"\nThe 5-word windows of one ~415-token chunk: {seconds * 1e6:.0f} us, {ratio:.2f}x one "
+        "encode of the same chunk"
+    )
+
+
 def print_table(title: str, reference: float, size: int, rows: list[Row]) -> None:
     print(f"\n{title} (medians; prompt of {size:,} tokens; budget {BUDGET:,})\n")
     print("| method | time | x one encode | output tokens | limit | compliance |")
@@ -464,7 +500,7 @@ def memory() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--only", choices=["peers", "scaling", "memory"])
+    parser.add_argument("--only", choices=["peers", "scaling", "dedup", "memory"])
     parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
     parser.add_argument("--probe-traced", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--probe-rss", type=int, help=argparse.SUPPRESS)
@@ -483,6 +519,8 @@ def main() -> None:
         peers(args.repeat, clock)
     if args.only in (None, "scaling"):
         scaling(args.repeat, clock)
+    if args.only in (None, "dedup"):
+        dedup_cost(args.repeat, clock)
     if args.only in (None, "memory"):
         memory()
 
