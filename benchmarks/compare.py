@@ -38,7 +38,6 @@ import tiktoken.registry
 
 from benchmarks.workloads import (
     ENCODING,
-    NOW,
     WORKLOADS,
     Request,
     Workload,
@@ -125,13 +124,7 @@ def ctxbudget_method(
     assembler = ContextAssembler(tokenizer=ENCODING, budget=budget(), sources=sources)
 
     def run(request: Request) -> str:
-        return assembler.assemble(
-            system=request.system,
-            question=request.question,
-            chunks=request.chunks,
-            history=request.history,
-            now=NOW,
-        ).text
+        return request.assemble(assembler).text
 
     return run
 

@@ -45,13 +45,7 @@ def fingerprint(workload: Workload) -> dict[str, object]:
     """What seed 0 of `workload` produces, as short hashes and totals."""
     request = workload.request(0)
     assembler = ContextAssembler(tokenizer=ENCODING, budget=budget())
-    result = assembler.assemble(
-        system=request.system,
-        question=request.question,
-        chunks=request.chunks,
-        history=request.history,
-        now=NOW,
-    )
+    result = request.assemble(assembler)
     return _fingerprint(assembler, result, request.chunks, request.history)
 
 
@@ -144,26 +138,13 @@ def option_fingerprints() -> dict[str, dict[str, object]]:
         assembler = ContextAssembler(
             tokenizer=ENCODING, budget=shape, sources=options, native_tools="native" in name
         )
-        result = assembler.assemble(
-            system=request.system,
-            question=request.question,
-            chunks=candidates,
-            history=request.history,
-            now=NOW,
-            **extra,
-        )
+        result = request.with_chunks(candidates).assemble(assembler, **extra)
         out[f"options: {name}"] = _fingerprint(assembler, result, candidates, request.history)
     plain = WORKLOADS["200 candidates, no counts"].request(0)
     words = CallableTokenizer(lambda text: len(text.split()), name="words")
     for tokenizer in ("cl100k_base", words):
         assembler = ContextAssembler(tokenizer=tokenizer, budget=budget())
-        result = assembler.assemble(
-            system=plain.system,
-            question=plain.question,
-            chunks=plain.chunks,
-            history=plain.history,
-            now=NOW,
-        )
+        result = plain.assemble(assembler)
         name = f"tokenizer: {assembler.counter.tokenizer.name}"
         out[name] = _fingerprint(assembler, result, plain.chunks, plain.history)
     return out

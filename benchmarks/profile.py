@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from benchmarks.workloads import NOW, WORKLOADS, budget
+from benchmarks.workloads import WORKLOADS, budget
 from ctxbudget import ContextAssembler
 
 
@@ -28,14 +28,7 @@ def main() -> None:
     assembler = ContextAssembler(tokenizer="o200k_base", budget=budget())
 
     def assemble(index: int) -> None:
-        request = requests[index]
-        assembler.assemble(
-            system=request.system,
-            question=request.question,
-            chunks=request.chunks,
-            history=request.history,
-            now=NOW,
-        )
+        requests[index].assemble(assembler)
 
     assemble(0)  # the first request fills the caches an app keeps warm
     profiler = Profiler(interval=0.0002)

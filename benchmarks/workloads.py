@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import functools
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from typing import Any
 
-from ctxbudget import Allocation, Budget, Chunk, Turn, get_tokenizer
+from ctxbudget import Allocation, Assembled, Budget, Chunk, ContextAssembler, Turn, get_tokenizer
 
 ENCODING = "o200k_base"
 NOW = datetime(2026, 5, 1, tzinfo=UTC)
@@ -214,6 +215,22 @@ class Request:
     question: str
     chunks: list[Chunk]
     history: list[Turn]
+
+    def assemble(self, assembler: ContextAssembler, **extra: Any) -> Assembled:
+        """This request through `assembler` at the fixed reference time; `extra` adds the
+        other claimants (tools, examples, memory)."""
+        return assembler.assemble(
+            system=self.system,
+            question=self.question,
+            chunks=self.chunks,
+            history=self.history,
+            now=NOW,
+            **extra,
+        )
+
+    def with_chunks(self, chunks: list[Chunk]) -> Request:
+        """The same request over other candidates."""
+        return replace(self, chunks=chunks)
 
 
 def _all() -> dict[str, Workload]:
