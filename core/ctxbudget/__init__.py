@@ -8,6 +8,7 @@ numbered and fenced sources, a cache-friendly layout, and a report of every deci
 import logging as _logging
 from importlib import metadata as _metadata
 
+from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
 from ctxbudget._budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
 from ctxbudget._citations import CitationCheck
@@ -20,7 +21,9 @@ from ctxbudget._errors import (
     VocabularyError,
 )
 from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_section
+from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
+from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
 from ctxbudget._report import Dropped, Report
 from ctxbudget._result import (
     AnthropicMessage,
@@ -38,8 +41,9 @@ from ctxbudget._sources.arrange import Order
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader
+from ctxbudget._sources.fenced import FencedSource, fence_sources, fence_untrusted, read_fenced
 from ctxbudget._sources.permit import AccessPolicy
-from ctxbudget._sources.pipeline import Selection, SourceOptions, select_sources
+from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
 from ctxbudget._tokens import (
     CallableTokenizer,
     HuggingFaceTokenizer,
@@ -48,7 +52,7 @@ from ctxbudget._tokens import (
     Tokenizer,
     get_tokenizer,
 )
-from ctxbudget._turns import TrimmedHistory, trim_turns
+from ctxbudget._turns import ToolCall, TrimmedHistory, message_text, trim_turns
 
 __version__ = _metadata.version("ctxbudget")
 
@@ -58,7 +62,10 @@ _logging.getLogger("ctxbudget").addHandler(_logging.NullHandler())
 __all__ = [
     "CLAIMANTS",
     "CONTEXT_WINDOWS",
+    "INGEST_COUNT_KEYS",
+    "NO_SCOPE",
     "AccessPolicy",
+    "Acl",
     "Allocation",
     "AnthropicMessage",
     "AnthropicPrompt",
@@ -78,10 +85,13 @@ __all__ = [
     "DocumentLoader",
     "Dropped",
     "Escalation",
+    "FenceMode",
+    "FencedSource",
     "HuggingFaceTokenizer",
     "InputError",
     "Message",
     "MessageStyle",
+    "NoScope",
     "OpenAIMessage",
     "OpenAITool",
     "Order",
@@ -98,14 +108,23 @@ __all__ = [
     "Tokenizer",
     "TokenizerError",
     "Tool",
+    "ToolCall",
     "TrimmedHistory",
     "Turn",
     "VocabularyError",
+    "acl_from_metadata",
     "fence_rule",
+    "fence_sources",
+    "fence_untrusted",
     "flag_instructions",
     "get_tokenizer",
+    "ingest_count",
+    "ingest_metadata",
+    "message_text",
     "neutralise",
     "neutralise_section",
+    "principal_for_call",
+    "read_fenced",
     "scan_for_instructions",
     "select_sources",
     "trim_turns",

@@ -21,11 +21,13 @@ from ctxbudget._prefix import prefix_hash, volatile_parts
 from ctxbudget._report import Dropped, DropRun, Report
 from ctxbudget._result import Assembled, Source
 from ctxbudget._sources.claim import RetrievedClaim
+from ctxbudget._sources.permit import check_principal
 from ctxbudget._sources.pipeline import (
+    FenceMode,
     Selection,
     SourceOptions,
     check_chunks,
-    check_principal,
+    require_sent,
     retrieved_claim,
     select_with,
     sources_of,
@@ -119,7 +121,7 @@ class ContextAssembler:
         chunks = check_chunks(chunks)
         history = sequence_of("history", history, Turn)
         tools = sequence_of("tools", tools, Tool)
-        principal = check_principal(principal)
+        principal = check_principal(principal, self.sources.access)
         if system is not None and self.fence_rule:
             system = f"{system}{SECTION_SEPARATOR}{fence_rule(datamarked=self.sources.datamark)}"
 
@@ -167,6 +169,9 @@ class ContextAssembler:
         allocated = allocate(list(claims.values()), self.budget.available)
         _require_whole_strings(claims, allocated)
         rendered = render_exactly(claims, allocated, self.budget.available, counter)
+        retrieved = claims.get("retrieved")
+        if isinstance(retrieved, RetrievedClaim):
+            require_sent(retrieved, rendered.fits["retrieved"], allocated.granted["retrieved"])
         return self._result(rendered, allocated, ruled_out)
 
     def select_sources(
@@ -177,12 +182,14 @@ class ContextAssembler:
         min_tokens: int | None = None,
         principal: Principal | None = None,
         now: datetime | None = None,
+        fence: FenceMode = "block",
     ) -> Selection:
         """Retrieved sources alone, numbered and fenced within `max_tokens` (README
         "Retrieved sources on their own"): the assembler's own pipeline and options.
 
         `max_tokens` and `min_tokens` default to the budget's `retrieved` allocation
-        (its max, capped by what the budget has available, and its min).
+        (its max, capped by what the budget has available, and its min); `fence` as in
+        `select_sources`.
         """
         max_tokens, min_tokens = self._range("retrieved", max_tokens, min_tokens)
         return select_with(
@@ -193,6 +200,7 @@ class ContextAssembler:
             principal=principal,
             options=self.sources,
             now=now,
+            fence=fence,
         )
 
     def trim_history(

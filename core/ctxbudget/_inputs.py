@@ -41,6 +41,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from ctxbudget._acl import acl_meaning, shown_key
 from ctxbudget._errors import InputError
 
 __all__ = [
@@ -98,48 +99,6 @@ _Id = Annotated[str, AfterValidator(_check_text_fast), AfterValidator(_non_empty
 _Score = Annotated[float | None, AfterValidator(_finite)]
 
 
-def _shown(key: object, limit: int = 40) -> str:
-    """`key` quoted for an error message, cut short so a hostile key cannot flood a log."""
-    text = repr(key)
-    return text if len(text) <= limit else f"{text[:limit]}..."
-
-
-# --- access-control names ------------------------------------------------------------------
-
-_ACL_KEYS: dict[str, Literal["tenant", "groups"]] = {
-    **dict.fromkeys(
-        [
-            "tenant", "tenants", "tenantid", "tenantids",
-            "org", "orgid", "organization", "organizationid", "organisation", "organisationid",
-        ],
-        "tenant",
-    ),
-    **dict.fromkeys(
-        [
-            "group", "groups", "groupid", "groupids", "allowedgroups", "securitygroups",
-            "acl", "acls", "accesscontrol", "permissions", "allowedusers", "allowedroles",
-            "roles", "readers", "visibility", "accesslevel",
-        ],
-        "groups",
-    ),
-}  # fmt: skip
-"""Names that store an access rule, mapped to the Chunk field that enforces it.
-
-Keys are compared in `_acl_form` (case-folded, without ``_ - .`` or spaces), so
-``tenant_id``, ``TenantId`` and ``tenant-id`` all match ``tenantid``. The list holds
-names vector stores and ingest pipelines use for access scoping. It leaves out
-names that more often describe a document than restrict it (``owner``, ``author``,
-``users``, ``source``): an error on those would push people to rename ordinary data.
-"""
-
-_SEPARATORS = str.maketrans("", "", "_-. ")
-
-
-def _acl_form(key: str) -> str:
-    """`key` as `_ACL_KEYS` spells it: case-folded, separators removed."""
-    return key.casefold().translate(_SEPARATORS)
-
-
 # --- strict field names --------------------------------------------------------------------
 
 
@@ -147,7 +106,7 @@ def _closest_field(key: object, fields: list[str]) -> str | None:
     """The field `key` was probably meant to be: its ACL meaning first, else closest spelling."""
     if not isinstance(key, str):
         return None
-    meant = _ACL_KEYS.get(_acl_form(key))
+    meant = acl_meaning(key)
     if meant in fields:
         return meant
     close = difflib.get_close_matches(key, fields, n=1)
@@ -164,9 +123,9 @@ def _unknown_fields_message(model: type[BaseModel], unknown: list[object]) -> st
     meant = [_closest_field(key, fields) for key in unknown]
     if len(unknown) == 1:
         hint = f"; did you mean {meant[0]!r}?" if meant[0] else "."
-        return f"unknown {model.__name__} field {_shown(unknown[0])}{hint} {fix}"
+        return f"unknown {model.__name__} field {shown_key(unknown[0])}{hint} {fix}"
     named = [
-        _shown(key) + (f" (did you mean {m!r}?)" if m else "")
+        shown_key(key) + (f" (did you mean {m!r}?)" if m else "")
         for key, m in zip(unknown, meant, strict=True)
     ]
     return f"unknown {model.__name__} fields {', '.join(named)}. {fix}"
@@ -305,7 +264,7 @@ def _path_text(path: _Path) -> str:
         elif isinstance(step, int):
             steps.append(f"[{step}]")
         else:
-            steps.append(f".{step}" if step.isidentifier() else f"[{_shown(step)}]")
+            steps.append(f".{step}" if step.isidentifier() else f"[{shown_key(step)}]")
     return "".join(reversed(steps))
 
 
@@ -395,8 +354,8 @@ def _frozen_json(root: dict[Any, Any], name: str) -> _JsonObject:
             if not isinstance(key, str):
                 raise _json_error(
                     path,
-                    f"has key {_shown(key)} ({type(key).__name__}); JSON object keys are "
-                    f"strings: use {_shown(str(key))}",
+                    f"has key {shown_key(key)} ({type(key).__name__}); JSON object keys are "
+                    f"strings: use {shown_key(str(key))}",
                 )
             try:
                 _check_text_fast(key)
@@ -433,9 +392,10 @@ class Chunk(_Input):
 
     Unknown keyword arguments are errors; extra data goes in `metadata`, which is
     passed through and never rendered into the prompt. ACLs are read only from
-    `tenant` and `groups`: a chunk with neither but with ACL-looking `metadata`
-    keys (``tenant_id``, ``allowed_groups``, ``acl``, ...) is an error, because it
-    would be public. Only top-level `metadata` keys are checked, not nested ones.
+    `tenant` and `groups`: ACL-looking `metadata` keys (``tenant_id``,
+    ``allowed_groups``, ``acl``, ...; README "Inputs") are an error whatever else is
+    set, because they would not be enforced. Only top-level `metadata` keys are
+    checked, not nested ones.
     """
 
     id: _Id = Field(description="Unique within a request; reports and `sources` name chunks by it.")
@@ -513,8 +473,9 @@ class Chunk(_Input):
     metadata: dict[str, Any] = Field(
         default_factory=dict,
         description=(
-            "Anything else, passed through and never rendered. ACLs here are not "
-            "enforced: use `tenant` and `groups`."
+            "Anything else, passed through and never rendered. A key that looks like an "
+            "access rule (tenant_id, allowed_groups, acl, ...) is refused: it would not be "
+            "enforced; use `tenant` and `groups`."
         ),
     )
 
@@ -526,23 +487,21 @@ class Chunk(_Input):
         return data
 
     @model_validator(mode="after")
-    def _no_acl_in_metadata_alone(self) -> Self:
-        if self.tenant is not None or self.groups is not None:
-            return self  # ACL-looking metadata beside a real ACL is passthrough data
-        found = [k for k, v in self.metadata.items() if v is not None and _acl_form(k) in _ACL_KEYS]
+    def _no_acl_in_metadata(self) -> Self:
+        found = [k for k, v in self.metadata.items() if v is not None and acl_meaning(k)]
         if found:
-            meant = {_ACL_KEYS[_acl_form(k)] for k in found}
+            meant = {acl_meaning(k) for k in found}
             fields = " and/or ".join(f"{f}=..." for f in ("tenant", "groups") if f in meant)
-            keys = ", ".join(map(_shown, found))
+            keys = ", ".join(map(shown_key, found))
             which = (
                 f"keys {keys} look like access rules"
                 if len(found) > 1
                 else (f"key {keys} looks like an access rule")
             )
             raise ValueError(
-                f"metadata {which}, but the chunk sets neither tenant= nor groups=, so everyone "
-                f"would see it (metadata is never enforced); set {fields} on the Chunk instead, "
-                "or rename the key if it is not an access rule"
+                f"metadata {which}, but metadata is never enforced, so it would not restrict "
+                f"who sees the chunk; set {fields} on the Chunk instead, or rename the key if "
+                "it is not an access rule"
             )
         return self
 

@@ -9,6 +9,7 @@ adapters use it to trim a framework's message list.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,7 +21,29 @@ from ctxbudget._inputs import Role, Turn, check_token_range, sequence_of
 from ctxbudget._report import Dropped
 from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
 
-__all__ = ["TrimmedHistory", "trim_turns", "trim_with"]
+__all__ = ["ToolCall", "TrimmedHistory", "message_text", "trim_turns", "trim_with"]
+
+
+class ToolCall(NamedTuple):
+    """A tool call as a chat message carries it: the tool's name and its arguments as JSON."""
+
+    name: str
+    arguments: str
+    """The arguments as the JSON text the provider receives."""
+
+
+def message_text(
+    *, texts: Sequence[str] = (), tool_calls: Sequence[ToolCall] = (), verbatim: Sequence[str] = ()
+) -> str:
+    """What one framework chat message costs, as the text of its `Turn` (README "History
+    from a framework"): its texts, each tool call as ``name(arguments)``, then the parts
+    sent back verbatim (a model's signed reasoning), one per line; empty parts left out.
+
+    Both adapters count a message through this, so the same message costs the same in
+    either. Pass texts already neutralised (`neutralise_section`), as they will be sent.
+    """
+    parts = [*texts, *(f"{call.name}({call.arguments})" for call in tool_calls), *verbatim]
+    return "\n".join(part for part in parts if part)
 
 
 class TrimmedHistory(BaseModel):

@@ -422,8 +422,8 @@ def test_chunk_never_accepts_a_keyword_that_is_not_a_field(name: str, value: obj
 def test_chunk_rejects_acl_metadata_without_acl_fields(key: str) -> None:
     with pytest.raises(
         ValidationError,
-        match=rf"metadata key '{key}' looks like an access rule, but the chunk sets neither "
-        r"tenant= nor groups=, so everyone would see it",
+        match=rf"metadata key '{key}' looks like an access rule, but metadata is never "
+        r"enforced, so it would not restrict who sees the chunk",
     ):
         chunk(metadata={key: "hr"})
 
@@ -443,11 +443,10 @@ def test_chunk_acl_metadata_error_names_every_key_and_field() -> None:
 
 
 @pytest.mark.parametrize("acl", [{"tenant": "acme"}, {"groups": {"hr"}}, {"groups": frozenset()}])
-def test_chunk_acl_metadata_is_passthrough_when_acl_fields_set(acl: dict[str, Any]) -> None:
-    assert chunk(metadata={"tenant_id": "acme", "acl": ["hr"]}, **acl).metadata == {
-        "tenant_id": "acme",
-        "acl": ["hr"],
-    }
+def test_chunk_rejects_acl_metadata_even_when_acl_fields_are_set(acl: dict[str, Any]) -> None:
+    # A partial ACL is no licence: tenant_id="globex" beside tenant="acme" would go unenforced.
+    with pytest.raises(ValidationError, match=r"metadata key 'tenant_id' looks like an access"):
+        chunk(metadata={"tenant_id": "globex"}, **acl)
 
 
 def test_chunk_acl_metadata_key_with_none_value_is_allowed() -> None:

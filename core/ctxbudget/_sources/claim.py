@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
-from typing import cast, overload
+from typing import Final, cast, overload
 from weakref import WeakKeyDictionary
 
 from ctxbudget._budget import Allocation
@@ -21,6 +21,7 @@ from ctxbudget._claims import ListClaim
 from ctxbudget._fence import datamark, fence_frame, fence_notice, neutralise, removable_bytes
 from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._joins import Counted, Piece
+from ctxbudget._layout import SECTION_SEPARATOR, Frame
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason, DropRun, records
 from ctxbudget._sources.arrange import Order, arrange
@@ -42,6 +43,9 @@ from ctxbudget._sources.render import RenderOptions, render_source
 from ctxbudget._tokens import BoundedTokenizer, TokenCounter
 
 __all__ = ["RankedIds", "RetrievedClaim", "SourceSettings", "rank", "ranking"]
+
+_SEPARATE: Final = Frame("", "", SECTION_SEPARATOR)
+"""The section frame when each source carries its fence: only blank lines between them."""
 
 _MARK = "\x00"
 """Stands in for the content to find what a rendered source puts around it."""
@@ -207,6 +211,9 @@ class SourceSettings:
     escalation: Escalation
     withheld: frozenset[str] = frozenset()
     """Documents with a chunk this principal may not see: never sent whole."""
+    per_source: bool = False
+    """Each source in a fence of its own, joined by blank lines, instead of one fence
+    around all: for frameworks that pass sources on one by one, reorder or filter them."""
 
 
 class RetrievedClaim(ListClaim[Chunk]):
@@ -238,14 +245,17 @@ class RetrievedClaim(ListClaim[Chunk]):
         widest = max(len(ranked), 1)
         upper = replace(settings.render, effective_dates=settings.conflict_policy is not None)
         per_token = _bytes_per_token(counter)
+        # The fence costed with the conflict instruction whenever a policy may add it.
+        fence = fence_frame(self._notice(conflict=settings.conflict_policy is not None))
 
         def cost(chunk: Chunk) -> int:
             content = self.content(chunk)
+            before, _, after = self._framed(_around(widest, chunk, content, upper), fence)
             tokens = self._ingest_count(chunk, content)
             if tokens is not None:
-                return counter.count(render_source(widest, chunk, "", upper)) + tokens
+                return counter.count(before + after) + tokens
             # Counted around the content: the content's count is cached for the final count.
-            return counter.count_joined(_around(widest, chunk, content, upper))
+            return counter.count_joined((before, content, after))
 
         def bound(chunk: Chunk) -> int:
             # From the raw text: neutralising a chunk that cannot fit would be wasted work.
@@ -285,10 +295,10 @@ class RetrievedClaim(ListClaim[Chunk]):
             allocation,
             ranked,
             counter=counter,
-            frame=fence_frame(self._notice(conflict=settings.conflict_policy is not None)),
+            frame=_SEPARATE if settings.per_source else fence,
             kind="chunk",
             key=_ID,
-            text=lambda c: render_source(widest, c, self.content(c), upper),
+            text=lambda c: "".join(self._framed(_around(widest, c, self.content(c), upper), fence)),
             cost=cost,
             bound=bound,
             ceiling=ceiling,
@@ -332,6 +342,18 @@ class RetrievedClaim(ListClaim[Chunk]):
         if tokens is None or content is not chunk.content or self.is_document(chunk):
             return None
         return tokens if tokens >= self._counter.lower_bound(content) else None
+
+    def _framed(self, around: tuple[str, str, str], fence: Frame) -> tuple[str, str, str]:
+        """A source's parts, inside `fence` of its own when each source has one."""
+        if not self.settings.per_source:
+            return around
+        before, content, after = around
+        return fence.open + before, content, after + fence.close
+
+    def fence(self, fit: Fit[Chunk]) -> Frame:
+        """The fence the sources of `fit` are shown in (its notice names a conflict policy
+        only when their dates differ)."""
+        return fence_frame(self._notice(conflict=self._shown_sources(fit)[0]))
 
     def _notice(self, *, conflict: bool) -> str:
         notice = fence_notice(datamarked=self.settings.datamark)
@@ -465,14 +487,15 @@ class RetrievedClaim(ListClaim[Chunk]):
         ingest count when that stands), and the text between them."""
         if not fit.parts:
             return []
-        conflict, shown = self._shown_sources(fit)
-        frame = fence_frame(self._notice(conflict=conflict))
-        out: list[Piece] = [frame.open]
-        for n, (_, (before, content, after), tokens) in enumerate(shown, 1):
+        fence = self.fence(fit)
+        out: list[Piece] = [] if self.settings.per_source else [fence.open]
+        for n, (_, around, tokens) in enumerate(self._shown_sources(fit)[1], 1):
             if n > 1:
-                out.append(frame.separator)
+                out.append(fence.separator)
+            before, content, after = self._framed(around, fence)
             out += [before, content if tokens is None else Counted(content, tokens), after]
-        out.append(frame.close)
+        if not self.settings.per_source:
+            out.append(fence.close)
         return out
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from ctxbudget._errors import InputError
 from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._report import Dropped, DropRun
 
-__all__ = ["AccessPolicy", "permit", "permitted"]
+__all__ = ["AccessPolicy", "check_principal", "permit", "permitted"]
 
 
 class AccessPolicy(BaseModel):
@@ -26,6 +27,25 @@ class AccessPolicy(BaseModel):
     """Deny chunks without a tenant (multi-tenant indexes should set this)."""
     require_groups: bool = False
     """Deny chunks without a group list."""
+    require_principal: bool = False
+    """Refuse a request that names no principal, instead of showing it unrestricted chunks
+    only: for apps where every request has a known user, so a lost one is a bug."""
+
+
+def check_principal(principal: object, policy: AccessPolicy) -> Principal | None:
+    """`principal` itself when it is a `Principal` or None (and the policy allows None);
+    `InputError` otherwise."""
+    if principal is not None and not isinstance(principal, Principal):
+        raise InputError(
+            f"principal must be a ctxbudget.Principal, but got {type(principal).__name__}"
+        )
+    if principal is None and policy.require_principal:
+        raise InputError(
+            "no principal was given, and the access policy requires one "
+            "(AccessPolicy(require_principal=True)): pass principal=Principal(...) for the "
+            "user the request is for"
+        )
+    return principal
 
 
 def permitted(chunk: Chunk, principal: Principal | None, policy: AccessPolicy) -> bool:

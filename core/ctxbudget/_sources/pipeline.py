@@ -9,16 +9,17 @@ steps as its `retrieved` claimant, with the same `SourceOptions`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ctxbudget._allocate import allocate
 from ctxbudget._budget import Allocation
-from ctxbudget._errors import InputError
+from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._exact import render_exactly
 from ctxbudget._fence import SourceFormat
 from ctxbudget._inputs import Chunk, Principal, check_token_range, sequence_of
@@ -30,17 +31,18 @@ from ctxbudget._sources.claim import RankedIds, RetrievedClaim, SourceSettings, 
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader, check_loader
-from ctxbudget._sources.permit import AccessPolicy, permit
+from ctxbudget._sources.permit import AccessPolicy, check_principal, permit
 from ctxbudget._sources.relevance import relevant
 from ctxbudget._sources.render import RenderOptions
 from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
 
 __all__ = [
+    "FenceMode",
     "Selection",
     "SourceOptions",
     "candidates",
     "check_chunks",
-    "check_principal",
+    "require_sent",
     "retrieved_claim",
     "select_sources",
     "sources_of",
@@ -105,12 +107,19 @@ class SourceOptions(BaseModel):
         return None if value is None else check_loader(value)
 
 
+FenceMode = Literal["block", "per_source"]
+"""One fence around all sources, or each source in a fence of its own."""
+
+
 class Selection(DeferredDropped, BaseModel):
     """Retrieved sources selected under a token budget: the fenced block and what it holds."""
 
     model_config = ConfigDict(frozen=True)
 
-    text: str = Field(description="The fenced, numbered sources block; '' when no source was kept.")
+    text: str = Field(
+        description="The fenced, numbered sources; '' when no source was kept. One fence "
+        "around them all, or (fence='per_source') each source in its own, joined by separator."
+    )
     tokens: int = Field(description="Exact token count of text.")
     budget: int = Field(description="The max_tokens the selection was made under.")
     sources: tuple[Source, ...] = Field(
@@ -123,20 +132,22 @@ class Selection(DeferredDropped, BaseModel):
         description="The document sent whole in place of its chunks, if any."
     )
     trimmed: bool = Field(description="Some chunk was left out for lack of space.")
+    fence: FenceMode = Field(default="block", description="How the sources are fenced.")
+    fence_open: str = Field(
+        default="", description="What opens the fence: its tag and the untrusted-data notice."
+    )
+    fence_close: str = Field(default="", description="What closes the fence.")
+    separator: str = Field(default="", description="What stands between two sources.")
+
+    def framed_sources(self) -> tuple[str, ...]:
+        """Each source inside a fence of its own (what a framework node should carry when
+        fence='per_source': whatever reorders or filters them, each stays fenced)."""
+        return tuple(self.fence_open + s.text + self.fence_close for s in self.sources)
 
 
 def check_chunks(chunks: object) -> list[Chunk]:
     """`chunks` as a list, or an `InputError` naming the first item that is not a `Chunk`."""
     return sequence_of("chunks", chunks, Chunk)
-
-
-def check_principal(principal: object) -> Principal | None:
-    """`principal` itself when it is a `Principal` or None; `InputError` otherwise."""
-    if principal is not None and not isinstance(principal, Principal):
-        raise InputError(
-            f"principal must be a ctxbudget.Principal, but got {type(principal).__name__}"
-        )
-    return principal
 
 
 def candidates(
@@ -167,6 +178,44 @@ def candidates(
 
 _ID = attrgetter("id")
 
+logger = logging.getLogger("ctxbudget")
+
+
+def require_sent(claim: RetrievedClaim, fit: Fit[Chunk], granted: int) -> None:
+    """Retrieval that found permitted, relevant sources but could send none is no silent
+    success: an error when retrieval has a floor, else a warning naming them.
+
+    Answering from no sources while the retriever found some degrades the answer unseen;
+    a floor says the request needs sources, so it fails instead.
+    """
+    if fit.parts or not fit.overflow:
+        return
+    unfit = [d for d in claim.drops(fit) if d.reason in ("oversize", "over_budget")]
+    if not unfit:
+        return
+    ids = [d.id for d in unfit]
+    named = ", ".join(ids[:10]) + (f" and {len(ids) - 10:,} more" if len(ids) > 10 else "")
+    floor = claim.allocation.min
+    if floor > 0:
+        known = [d.tokens for d in unfit if d.tokens is not None]
+        raise ContextBudgetError(
+            "retrieved",
+            min(known) if known else floor,
+            granted,
+            f"{len(ids):,} permitted, relevant source(s) were found but none fits ({named}), "
+            f"and retrieval's min ({floor:,}) says the request needs sources; raise the "
+            "retrieved allocation (or the total), cut documents into smaller chunks, or "
+            "set min=0 to answer without sources",
+        )
+    logger.warning(
+        "no source fits the %s tokens retrieval was given: %s permitted, relevant source(s) "
+        "were left out (%s); the model answers without sources",
+        f"{granted:,}",
+        f"{len(ids):,}",
+        named,
+        extra={"ctxbudget_unsent": ids},
+    )
+
 
 def retrieved_claim(
     allocation: Allocation,
@@ -176,6 +225,7 @@ def retrieved_claim(
     options: SourceOptions,
     counter: TokenCounter,
     now: datetime | None,
+    per_source: bool = False,
 ) -> tuple[RetrievedClaim, list[Dropped | DropRun]]:
     """The retrieved claimant for one request, and the chunks ruled out before selection."""
     ruled_out, ranked, ids = candidates(chunks, principal, options)
@@ -202,6 +252,7 @@ def retrieved_claim(
         withheld=frozenset(c.document_id for c in chunks if c.id in forbidden)
         if forbidden
         else frozenset(),
+        per_source=per_source,
     )
     claim = RetrievedClaim(allocation, ranked, counter=counter, settings=settings, ids=ids)
     return claim, ruled_out
@@ -230,6 +281,7 @@ def select_sources(
     principal: Principal | None = None,
     options: SourceOptions | None = None,
     now: datetime | None = None,
+    fence: FenceMode = "block",
 ) -> Selection:
     """Select, number and fence retrieved chunks within `max_tokens`, counted exactly.
 
@@ -242,6 +294,8 @@ def select_sources(
             more content exists), `ContextBudgetError` is raised.
         principal: who is asking; chunks they may not see never enter the block.
         now: the reference time for freshness notes; defaults to the current time.
+        fence: "per_source" puts each source in a fence of its own (`framed_sources`), for
+            a framework that passes sources on separately; the budget counts every fence.
     """
     counter = TokenCounter(get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer)
     return select_with(
@@ -252,6 +306,7 @@ def select_sources(
         principal=principal,
         options=SourceOptions() if options is None else options,
         now=now,
+        fence=fence,
     )
 
 
@@ -264,21 +319,27 @@ def select_with(
     principal: Principal | None,
     options: SourceOptions,
     now: datetime | None,
+    fence: FenceMode = "block",
 ) -> Selection:
     """`select_sources` with a given counter (the assembler's, whose cache outlives a call)."""
+    if fence not in ("block", "per_source"):
+        raise InputError(f"fence must be 'block' or 'per_source', but got {fence!r}")
     max_tokens, min_tokens = check_token_range(max_tokens, min_tokens)
     allocation = Allocation("retrieved", min=min_tokens, max=max_tokens, priority=1)
     claim, ruled_out = retrieved_claim(
         allocation,
         check_chunks(chunks),
-        principal=check_principal(principal),
+        principal=check_principal(principal, options.access),
         options=options,
         counter=counter,
         now=now,
+        per_source=fence == "per_source",
     )
     allocated = allocate([claim], max_tokens)
     rendered = render_exactly({"retrieved": claim}, allocated, max_tokens, counter)
     fit = rendered.fits["retrieved"]
+    require_sent(claim, fit, max_tokens)
+    frame = claim.fence(fit) if fit.parts else None
     return Selection(
         text=rendered.text,
         tokens=rendered.total,
@@ -287,4 +348,8 @@ def select_with(
         dropped=(),
         escalated=claim.escalated(fit),
         trimmed=fit.overflow,
+        fence=fence,
+        fence_open="" if frame is None else frame.open,
+        fence_close="" if frame is None else frame.close,
+        separator="" if frame is None else frame.separator,
     )._defer_dropped([*ruled_out, *claim.drop_runs(fit)])

@@ -1,0 +1,160 @@
+"""Access rules in metadata: which keys hold one, and the one mapping to the ACL fields.
+
+A chunk is restricted only through `Chunk.tenant` and `Chunk.groups`. Metadata that
+looks like an access rule but is not enforced is the way a restricted document turns
+public, so every such key must be mapped to an ACL field or be refused: in a chunk's
+own `metadata`, and in a framework's document or node metadata, which both adapters
+read through `acl_from_metadata`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal, NamedTuple
+
+from ctxbudget._errors import InputError
+
+__all__ = ["ACL_NAMES", "Acl", "AclField", "acl_from_metadata", "acl_meaning", "shown_key"]
+
+AclField = Literal["tenant", "groups"]
+
+_NOUNS: Final[dict[str, AclField]] = {
+    **dict.fromkeys(["tenant", "org", "organization", "organisation"], "tenant"),
+    **dict.fromkeys(
+        [
+            "group", "usergroup", "securitygroup", "role", "acl", "permission", "reader",
+            "accesscontrol", "accesslevel", "visibility", "access", "audience",
+        ],
+        "groups",
+    ),
+}  # fmt: skip
+"""Words that name an access rule on their own (``roles``, ``tenant_id``)."""
+
+_QUALIFIED_NOUNS: Final[dict[str, AclField]] = {"user": "groups"}
+"""Words that name one only after a qualifier: ``allowed_users`` restricts, ``users``
+more often describes (who edited a page)."""
+
+_QUALIFIERS: Final = ("allowed", "authorized", "authorised", "permitted")
+_SUFFIXES: Final = ("", "s", "id", "ids")
+
+
+def _names() -> dict[str, AclField]:
+    names: dict[str, AclField] = {}
+    for nouns, qualifiers in ((_NOUNS, ("", *_QUALIFIERS)), (_QUALIFIED_NOUNS, _QUALIFIERS)):
+        for noun, field in nouns.items():
+            for qualifier in qualifiers:
+                for suffix in _SUFFIXES:
+                    names[qualifier + noun + suffix] = field
+    return names
+
+
+ACL_NAMES: Final[Mapping[str, AclField]] = _names()
+"""Every key read as an access rule, in its compared form (`acl_meaning`), with the field
+that enforces it: an optional qualifier (allowed, authorized, authorised, permitted),
+a noun (tenant, org, organization, group, user group, security group, role, acl,
+permission, reader, access control, access level, visibility, access, audience; user only
+after a qualifier) and an optional ``s``, ``id`` or ``ids``. Names that more often
+describe a document than restrict it (owner, author, users, source) are left out: an
+error on them would push people to rename ordinary data."""
+
+_SEPARATORS: Final = str.maketrans("", "", "_-. ")
+
+
+def acl_meaning(key: object) -> AclField | None:
+    """The ACL field a metadata `key` names, compared case-folded without ``_ - .`` and
+    spaces (``tenant_id``, ``TenantId`` and ``tenant-id`` alike); None for other keys."""
+    if not isinstance(key, str):
+        return None
+    return ACL_NAMES.get(key.casefold().translate(_SEPARATORS))
+
+
+def shown_key(key: object, limit: int = 40) -> str:
+    """`key` quoted for an error message, cut short so a hostile key cannot flood a log."""
+    text = repr(key)
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
+class Acl(NamedTuple):
+    """The ACL fields read from metadata, and the keys they were read from."""
+
+    tenant: str | None
+    """The tenant allowed to see it; None when no mapped key sets one."""
+    groups: frozenset[str] | None
+    """The groups allowed to see it; None when no mapped key sets any."""
+    keys: frozenset[str]
+    """Every mapped ACL key present in the metadata: not passed on as plain data."""
+
+
+def _name(value: object, key: str, field: AclField) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # numeric tenant and group ids, as vector stores often keep them
+    if isinstance(value, str) and value:
+        return value
+    raise InputError(
+        f"metadata key {shown_key(key)} ({field}) holds {type(value).__name__} "
+        f"{shown_key(value)}; a {'tenant' if field == 'tenant' else 'group'} is a non-empty "
+        "str (or an int id)"
+    )
+
+
+def _tenant(value: object, key: str) -> str:
+    if isinstance(value, list | tuple | set | frozenset):
+        if len(value) != 1:
+            raise InputError(
+                f"metadata key {shown_key(key)} (tenant) holds {len(value)} tenants; a chunk "
+                "belongs to one tenant (Chunk.tenant), and none would make it public: "
+                "store one tenant per chunk"
+            )
+        (value,) = value
+    return _name(value, key, "tenant")
+
+
+def _groups(value: object, key: str) -> frozenset[str]:
+    if isinstance(value, list | tuple | set | frozenset):
+        return frozenset(_name(group, key, "groups") for group in value)
+    return frozenset({_name(value, key, "groups")})  # one group, never its characters
+
+
+def _read(metadata: Mapping[str, Any], keys: Sequence[str], field: AclField) -> Any:
+    """The value the keys of `keys` set (not None) in `metadata` agree on; None if unset."""
+    present = [key for key in keys if metadata.get(key) is not None]
+    shape = _tenant if field == "tenant" else _groups
+    values = [shape(metadata[key], key) for key in present]
+    if any(value != values[0] for value in values[1:]):
+        raise InputError(
+            f"metadata keys {', '.join(map(shown_key, present))} all set {field} but "
+            "disagree; keep one, since either could be the rule meant"
+        )
+    return values[0] if values else None
+
+
+def acl_from_metadata(
+    metadata: Mapping[str, Any],
+    *,
+    tenant: Sequence[str] = ("tenant",),
+    groups: Sequence[str] = ("groups",),
+    fix: str = "name it in MetadataMapping(tenant=...) or (groups=...)",
+) -> Acl:
+    """The ACL a framework object's `metadata` carries under the keys mapped to `tenant`
+    and `groups`; `InputError` when it cannot be enforced as written.
+
+    Refused: a key that looks like an access rule (`acl_meaning`) but is mapped to
+    neither field, whatever else is set (`fix` says how to map it); two mapped keys of
+    one field that disagree; a value that is not a name (or, for the tenant, more than
+    one). A tenant list of one is that tenant; a str of groups is one group. Keys whose
+    value is None carry no rule and are ignored.
+    """
+    mapped = {*tenant, *groups}
+    for key, value in metadata.items():
+        meant = acl_meaning(key)
+        if meant is not None and value is not None and key not in mapped:
+            raise InputError(
+                f"metadata key {shown_key(key)} looks like an access rule ({meant}) but is "
+                f"not mapped to an ACL field, so it would not be enforced: {fix}, or rename "
+                "the key if it is not an access rule"
+            )
+    return Acl(
+        _read(metadata, tenant, "tenant"),
+        _read(metadata, groups, "groups"),
+        frozenset(key for key in mapped if key in metadata),
+    )
