@@ -1,14 +1,30 @@
-"""Shared fixtures: real offline tokenizers, a deterministic fake one, and hypothesis settings."""
+"""Shared fixtures: real offline tokenizers, a deterministic fake one, hypothesis settings,
+and no network for any test or the subprocesses it starts."""
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from ctxbudget import CallableTokenizer, TiktokenTokenizer, get_tokenizer
+from tests._offline import sitecustomize as network_guard
+
+# No test may pass by downloading (CI reaches the package registries only): the guard
+# refuses connections here and, as sitecustomize on PYTHONPATH, in every subprocess.
+network_guard.install()
+_GUARD = str(Path(network_guard.__file__).parent)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [_GUARD, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+)
+# An empty tiktoken cache, so a vocabulary cached on this machine cannot hide a download
+# that would fail on a fresh one; hubs are told to stay offline.
+os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctxbudget-tiktoken-")
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 settings.register_profile(
     "default",

@@ -659,6 +659,27 @@ def _verdict(budget: Budget, sizes: Mapping[Claimant, int], slack: int) -> tuple
     return ("fit", set()) if protected + slack <= budget.available else ("either", set())
 
 
+def _sends_no_source(budget: Budget, tokenizer: Tokenizer, request: Request) -> bool:
+    """Whether the request, with retrieval's floor lowered to 0, sends no source although
+    some were permitted and relevant: then retrieval's floor (when above 0) must raise."""
+    retrieved = budget.allocation("retrieved")
+    if retrieved is None or retrieved.min == 0:
+        return False
+    floorless = budget.model_copy(
+        update={
+            "allocations": tuple(
+                a.model_copy(update={"min": 0}) if a.name == "retrieved" else a
+                for a in budget.allocations
+            )
+        }
+    )
+    outcome = _attempt(ContextAssembler(tokenizer=tokenizer, budget=floorless), request)
+    if isinstance(outcome, ContextBudgetError):
+        return False
+    left_out = [d for d in outcome.report.dropped if d.reason in ("oversize", "over_budget")]
+    return not outcome.sources and any(d.claimant == "retrieved" for d in left_out)
+
+
 def _attempt(assembler: ContextAssembler, request: Request) -> Assembled | ContextBudgetError:
     try:
         return assembler.assemble(**request)
@@ -730,6 +751,9 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
     outcome = _attempt(assembler, request)
     if isinstance(outcome, ContextBudgetError):
         event("raised")
+        if verdict == "fit" and _sends_no_source(budget, tokenizer, request):
+            # README "How space is shared": sources found but none sent fails above a floor.
+            verdict, claimants = "raise", {"retrieved"}
         assert verdict != "fit", f"unjustified error: {outcome}"
         if verdict == "raise":
             assert claimants & set(outcome.claimant.split("+"))

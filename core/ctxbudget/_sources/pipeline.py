@@ -197,10 +197,12 @@ def require_sent(claim: RetrievedClaim, fit: Fit[Chunk], granted: int) -> None:
     named = ", ".join(ids[:10]) + (f" and {len(ids) - 10:,} more" if len(ids) > 10 else "")
     floor = claim.allocation.min
     if floor > 0:
+        # The smallest source counted, in its fence: less than that sends nothing.
         known = [d.tokens for d in unfit if d.tokens is not None]
+        needed = claim.packer.framing + min(known) if known else granted + 1
         raise ContextBudgetError(
             "retrieved",
-            min(known) if known else floor,
+            max(needed, granted + 1),
             granted,
             f"{len(ids):,} permitted, relevant source(s) were found but none fits ({named}), "
             f"and retrieval's min ({floor:,}) says the request needs sources; raise the "
