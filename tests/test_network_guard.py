@@ -9,11 +9,11 @@ import sys
 import pytest
 import tiktoken
 
-from tests._offline.sitecustomize import NetworkRefused
+from tests._offline.sitecustomize import NetworkRefusedError
 
 
 def test_network_guard_refuses_a_connection_in_the_test_process() -> None:
-    with pytest.raises(NetworkRefused, match="a test tried to reach the network"):
+    with pytest.raises(NetworkRefusedError, match="a test tried to reach the network"):
         socket.create_connection(("example.com", 443), timeout=1)
 
 

@@ -4,11 +4,12 @@ confusable-homoglyphs (both in the `test` extra).
     .venv/bin/python -m tools.unicode_tables
 
 writes core/ctxbudget/_unicode.py (invisible characters, space separators) and
-core/ctxbudget/_confusables.py (look-alikes of ASCII characters). The invisible and
+core/ctxbudget/_confusables.py (look-alikes of ASCII characters, the letters of other
+scripts read as Latin ones, warning signs). The invisible and
 space tables unite the newest Unicode database at hand (unicodedata2) with the
 generating interpreter's, so a table made on Python 3.11 still lists what 3.13 knows.
-tests/core/test_fence.py regenerates both in memory and compares them with the
-committed modules, so neither can drift from the data.
+tests/core/test_fence.py regenerates them in memory and compares them with the
+committed modules, so none can drift from the data.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from types import ModuleType
+from typing import Final
 
 ROOT = Path(__file__).resolve().parent.parent
 UNICODE_MODULE = ROOT / "core" / "ctxbudget" / "_unicode.py"
@@ -146,6 +148,204 @@ def look_alikes(dbs: list[ModuleType]) -> dict[str, str]:
     return {target: "".join(sorted(grouped[target])) for target in sorted(grouped)}
 
 
+# How the letters of other scripts read in a Latin word, by Unicode name (script, case and
+# a " WITH ..." tail taken off): the Latin letter the small form and the capital form are
+# read as, "" where that form reads as none. Listed: letters drawn as a Latin letter, or as
+# a small capital of one (т as ᴛ, н as ʜ, в as ʙ), upright; not letters only an italic or
+# a cursive hand draws so (и as u, д as g). Where the confusables data already has a
+# letter, the two agree or the data wins; an entry is here all the same so that the
+# letter's variants (small capitals, letters WITH a mark NFKD keeps) read as it does.
+_READINGS: Final[dict[str, dict[str, tuple[str, str]]]] = {
+    "GREEK": {
+        "ALPHA": ("a", "A"),
+        "BETA": ("b", "B"),
+        "CHI": ("x", "X"),
+        "DIGAMMA": ("f", "F"),
+        "DOTTED LUNATE SIGMA SYMBOL": ("c", "C"),
+        "EPSILON": ("e", "E"),
+        "ETA": ("n", "H"),
+        "GAMMA": ("y", ""),
+        "IOTA": ("i", "I"),
+        "KAI SYMBOL": ("k", "K"),
+        "KAPPA": ("k", "K"),
+        "LUNATE SIGMA SYMBOL": ("c", "C"),
+        "MU": ("u", "M"),
+        "NU": ("v", "N"),
+        "OMEGA": ("w", ""),
+        "OMICRON": ("o", "O"),
+        "RHO": ("p", "P"),
+        "SAN": ("m", "M"),
+        "TAU": ("t", "T"),
+        "UPSILON": ("u", "Y"),
+        "YOT": ("j", "J"),
+        "ZETA": ("", "Z"),
+    },
+    "COPTIC": {
+        "EIE": ("e", "E"),
+        "GAMMA": ("r", ""),
+        "HATE": ("h", "H"),
+        "IAUDA": ("i", "I"),
+        "KAPA": ("k", "K"),
+        "KHI": ("x", "X"),
+        "L-SHAPED HA": ("l", "L"),
+        "MI": ("m", "M"),
+        "NI": ("n", "N"),
+        "O": ("o", "O"),
+        "OOU": ("w", ""),
+        "RO": ("p", "P"),
+        "SIMA": ("c", "C"),
+        "TAU": ("t", "T"),
+        "UA": ("y", "Y"),
+        "VIDA": ("b", "B"),
+        "ZATA": ("z", "Z"),
+    },
+    "CYRILLIC": {
+        "A": ("a", "A"),
+        "ALEUT KA": ("k", "K"),
+        "BASHKIR KA": ("k", "K"),
+        "BROAD OMEGA": ("w", "W"),
+        "BYELORUSSIAN-UKRAINIAN I": ("i", "I"),
+        "DJE": ("h", ""),
+        "DZE": ("s", "S"),
+        "EM": ("m", "M"),
+        "EN": ("h", "H"),
+        "ER": ("p", "P"),
+        "ES": ("c", "C"),
+        "GHE": ("r", ""),
+        "HA": ("x", "X"),
+        "HWE": ("h", "h"),
+        "IE": ("e", "E"),
+        "IOTA": ("i", "I"),
+        "IZHITSA": ("v", "V"),
+        "JE": ("j", "J"),
+        "KA": ("k", "K"),
+        "KOMI DE": ("d", "d"),
+        "NARROW O": ("o", "O"),
+        "O": ("o", "O"),
+        "OMEGA": ("w", "W"),
+        "PE": ("n", ""),
+        "QA": ("q", "Q"),
+        "SHHA": ("h", "h"),
+        "SOFT SIGN": ("b", "b"),
+        "STRAIGHT U": ("y", "Y"),
+        "TALL TE": ("t", "T"),
+        "TE": ("t", "T"),
+        "TSHE": ("h", ""),
+        "TWE": ("t", "T"),
+        "U": ("y", "Y"),
+        "UKRAINIAN IE": ("e", "E"),
+        "VE": ("b", "B"),
+        "WE": ("w", "W"),
+        "WIDE ES": ("c", "C"),
+    },
+    "ARMENIAN": {
+        "AYB": ("w", ""),
+        "CO": ("g", ""),
+        "GHAD": ("n", ""),
+        "GIM": ("q", ""),
+        "HO": ("h", ""),
+        "INI": ("h", ""),
+        "KEH": ("f", ""),
+        "LIWN": ("l", "L"),
+        "OH": ("o", "O"),
+        "RA": ("n", ""),
+        "REH": ("n", ""),
+        "SEH": ("u", "U"),
+        "TIWN": ("", "S"),
+        "VO": ("n", ""),
+        "YI": ("j", ""),
+        "ZA": ("q", ""),
+    },
+    # Beyond one letter WITH a mark (ł, ŧ, ɨ), which reads as that letter.
+    "LATIN": {
+        "ENG": ("n", "N"),
+        "KRA": ("k", ""),
+        "OPEN E": ("e", "E"),
+        "U BAR": ("u", "U"),
+    },
+}
+
+# Script, then a small capital's words or case words, then the letter, then any WITH tail.
+_LETTER_NAME = re.compile(
+    r"^(?P<script>LATIN|GREEK|COPTIC|CYRILLIC|ARMENIAN|CHEROKEE) "
+    r"(?:(?P<small_capital>LETTER SMALL CAPITAL |SMALL CAPITAL LETTER )"
+    r"|(?:SMALL |CAPITAL )?(?:LETTER )?)"
+    r"(?P<base>.+?)(?: WITH .+)?$"
+)
+
+
+def letter_readings(dbs: list[ModuleType], look_alikes: dict[str, str]) -> dict[str, str]:
+    """For each ASCII letter (or digit), the letters of other scripts read as it that
+    `look_alikes` and NFKD leave unfolded.
+
+    A letter reads as `_READINGS` says for its name and case, or, for a Latin letter,
+    as the one letter its name ends with; the same letter WITH a mark NFKD keeps, and its
+    small capital (as the capital does, in lower case), read so too. Cherokee small
+    letters are drawn as small capitals of their capitals: each reads as its capital's
+    skeleton does, in lower case. Lisu letters and mathematical alphanumerics need
+    nothing here: the confusables data and NFKD fold them. A letter NFKD turns into a
+    letter read as none (U+03F9, drawn as C, into sigma) is listed too, and the fence reads
+    it before NFKD.
+    """
+    newest = dbs[0]
+    skeletons = {source: target for target, sources in look_alikes.items() for source in sources}
+    read: dict[str, str] = {}
+    for point in _code_points():
+        char = chr(point)
+        if point >= 0x80 and newest.category(char).startswith("L"):
+            reading = _reading(char, newest, skeletons)
+            if reading.isalnum():  # a Cherokee small letter may read as "?"
+                read[char] = reading
+    grouped: dict[str, list[str]] = {}
+    for char, reading in read.items():
+        bare = "".join(c for c in newest.normalize("NFKD", char) if newest.category(c) != "Mn")
+        read_as_none = not bare.isascii() and bare not in read and bare not in skeletons
+        if char not in skeletons and (bare == char or (len(bare) == 1 and read_as_none)):
+            grouped.setdefault(reading, []).append(char)
+    return {target: "".join(sorted(grouped[target])) for target in sorted(grouped)}
+
+
+def _reading(char: str, db: ModuleType, skeletons: dict[str, str]) -> str:
+    """The Latin letter `char` reads as ("" if none), by `letter_readings`' rules."""
+    name = _LETTER_NAME.match(db.name(char, ""))
+    if name is None:
+        return ""
+    script, base = name["script"], name["base"]
+    if name["small_capital"] or (script == "CHEROKEE" and db.category(char) == "Ll"):
+        return _capital_reading(script, base, db, skeletons).lower()
+    if db.category(char) != "Ll":
+        return _capital_reading(script, base, db, skeletons)
+    if script == "LATIN" and len(base) == 1:
+        return base.lower()
+    return _READINGS.get(script, {}).get(base, ("", ""))[0]
+
+
+def _capital_reading(script: str, base: str, db: ModuleType, skeletons: dict[str, str]) -> str:
+    """The Latin letter the capital letter `base` of `script` reads as ("" if none)."""
+    if script == "LATIN" and len(base) == 1:
+        return base
+    if script in _READINGS:
+        return _READINGS[script].get(base, ("", ""))[1]
+    try:  # Cherokee: the capital's skeleton
+        return skeletons.get(db.lookup(f"{script} LETTER {base}"), "")
+    except KeyError:
+        return ""
+
+
+# Characters read as the header's warning sign: those Unicode names so, and the enclosing
+# triangle that draws any character (an exclamation mark) inside one.
+_WARNING_NAME = re.compile(r"\bWARNING SIGN\b|^COMBINING ENCLOSING UPWARD POINTING TRIANGLE$")
+
+
+def warning_signs(dbs: list[ModuleType]) -> str:
+    """The characters read as a warning sign, in order."""
+    return "".join(
+        chr(point)
+        for point in _code_points()
+        if any(_WARNING_NAME.search(db.name(chr(point), "")) for db in dbs)
+    )
+
+
 def _side(name: str) -> str | None:
     left = re.search(r"\bLEFT\b", name) is not None
     right = re.search(r"\bRIGHT\b", name) is not None
@@ -226,30 +426,10 @@ def unicode_module(dbs: list[ModuleType]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def confusables_module(dbs: list[ModuleType]) -> str:
-    """The source of core/ctxbudget/_confusables.py."""
-    lines = [
-        '"""Look-alikes of ASCII characters. Generated by ``python -m tools.unicode_tables``;',
-        "do not edit.",
-        "",
-        "From the Unicode confusables data (UTS #39 skeletons, as the confusable-homoglyphs",
-        "package ships it): every character whose skeleton is one printable ASCII character;",
-        "and from Unicode character names: angle brackets and quotation marks as < and >,",
-        "other brackets as [ and ], Latin small capitals as their letter. Characters that",
-        "NFKD already folds, decimal digits, whitespace and invisible characters are left",
-        "out. UTS #39 draws l, I, 1 and | with one skeleton, l: its look-alikes are listed",
-        'under "l".',
-        '"""',
-        "",
-        "from typing import Final",
-        "",
-        f'SOURCE: Final = "confusable-homoglyphs {confusables_version()}, '
-        f'Unicode {newest_version(dbs)} names"',
-        '"""The data the table was generated from."""',
-        "",
-        "LOOK_ALIKES: Final[dict[str, str]] = {",
-    ]
-    for target, sources in look_alikes(dbs).items():
+def _table(name: str, table: dict[str, str], doc: str) -> list[str]:
+    """A generated ASCII character -> characters table as source lines."""
+    lines = [f"{name}: Final[dict[str, str]] = {{"]
+    for target, sources in table.items():
         key = json.dumps(target)
         pieces = [_escape(ord(c)) for c in sources]
         one_line = f'    {key}: "{"".join(pieces)}",'
@@ -257,11 +437,55 @@ def confusables_module(dbs: list[ModuleType]) -> str:
             lines.append(one_line)
         else:
             lines += [f"    {key}: (", *_wrapped(pieces, "        "), "    ),"]
-    lines += [
-        "}",
-        '"""For each printable ASCII character, the characters read as it."""',
+    return [*lines, "}", f'"""{doc}"""', ""]
+
+
+def confusables_module(dbs: list[ModuleType]) -> str:
+    """The source of core/ctxbudget/_confusables.py."""
+    look_alikes_table = look_alikes(dbs)
+    lines = [
+        '"""Look-alikes of ASCII characters, and warning signs. Generated by',
+        "``python -m tools.unicode_tables``; do not edit.",
+        "",
+        "LOOK_ALIKES, from the Unicode confusables data (UTS #39 skeletons, as the",
+        "confusable-homoglyphs package ships it): every character whose skeleton is one",
+        "printable ASCII character; and from Unicode character names: angle brackets and",
+        "quotation marks as < and >, other brackets as [ and ], Latin small capitals as their",
+        "letter. Characters that NFKD already folds, decimal digits, whitespace and invisible",
+        "characters are left out. UTS #39 draws l, I, 1 and | with one skeleton, l: its",
+        'look-alikes are listed under "l".',
+        "",
+        "LETTER_READINGS, from Unicode character names and a table of how Greek, Coptic,",
+        "Cyrillic and Armenian letters read in a Latin word (tools/unicode_tables.py): the",
+        "letters read as a Latin letter that UTS #39, which pairs shapes that are the same,",
+        "and NFKD leave out (τ as t, к as k, η as n), their variants with a mark NFKD keeps",
+        "(ҭ, ŧ), small capitals, and Cherokee small letters (small capitals of the capitals).",
+        '"""',
+        "",
+        "from typing import Final",
+        "",
+        f'SOURCE: Final = "confusable-homoglyphs {confusables_version()}, '
+        f'Unicode {newest_version(dbs)} names"',
+        '"""The data the tables were generated from."""',
+        "",
+        *_table(
+            "LOOK_ALIKES",
+            look_alikes_table,
+            "For each printable ASCII character, the characters read as it.",
+        ),
+        *_table(
+            "LETTER_READINGS",
+            letter_readings(dbs, look_alikes_table),
+            "For each ASCII letter (or digit), the letters read as it that LOOK_ALIKES and NFKD "
+            "leave out.",
+        ),
+        *_string_constant(
+            "WARNING_SIGNS",
+            [_escape(ord(c)) for c in warning_signs(dbs)],
+            "Characters read as a warning sign: named so, or drawing one around a character.",
+        ),
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main() -> None:

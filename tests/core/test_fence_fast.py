@@ -24,11 +24,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ctxbudget._confusables import LOOK_ALIKES
+from ctxbudget._confusables import LETTER_READINGS, LOOK_ALIKES
 from ctxbudget._fence import (
     _BMP_SELECTORS,
     _DECORATION,
     _FEW_CHANGED,
+    _FIELD_RULES,
     _HEADER,
     _INST,
     _LINES_TRIED,
@@ -190,10 +191,14 @@ def old_is_blank(text: str) -> bool:
 
 # --- a hostile alphabet ---------------------------------------------------------------------
 
-_STRUCTURE = "<>[]:|/\\_-*#~ "
-_WORD_LETTERS = "abdehilmnorstuvy"  # role words and tag names
+_STRUCTURE = "<>[]:|/\\_-*#~( "
+_WORD_LETTERS = "abcdefhilmnoprstuvxy"  # role words, tag names, header annotations
 _LOOK_ALIKE_CHARS = sorted(
-    {c for key in _STRUCTURE + _WORD_LETTERS + "0123456789" for c in LOOK_ALIKES.get(key, "")}
+    {
+        c
+        for key in _STRUCTURE + _WORD_LETTERS + _WORD_LETTERS.upper() + "0123456789"
+        for c in LOOK_ALIKES.get(key, "") + LETTER_READINGS.get(key, "")
+    }
 )
 _VIEWED = _tables().view
 _STRUCTURAL_VIEWS = sorted(
@@ -239,6 +244,10 @@ _FRAGMENTS = [
     "Note:",
     "09:00",
     "(b)",
+    "(effective 2099-01-01)",
+    "(Updated",
+    "\uff08",
+    "\u26a0\ufe0f",
     "[see 4.2]",
     "a < b",
     "word",
@@ -354,7 +363,7 @@ def test_view_text_is_the_one_pass_view(text: str) -> None:
 @examples(ONE_BY_ONE)
 def test_match_somewhere_is_whether_any_rule_searches_true(text: str) -> None:
     view = old_view(text).text
-    for rules in (*_SOURCE_RULES.values(), _SECTION_RULES):
+    for rules in (*_SOURCE_RULES.values(), _SECTION_RULES, _FIELD_RULES):
         expected = any(rule.pattern.search(view) for rule in rules.rules)
         assert rules.match_somewhere(view) == expected
 

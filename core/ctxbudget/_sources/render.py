@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from ctxbudget._fence import SourceFormat, neutralise
+from ctxbudget._fence import SourceFormat, neutralise, neutralise_field, neutralise_header
 from ctxbudget._inputs import Chunk
 
 __all__ = ["RenderOptions", "header", "render_source"]
@@ -37,8 +37,11 @@ class RenderOptions:
 
 @functools.lru_cache(maxsize=4_096)
 def _clean(text: str, fmt: SourceFormat) -> str:
-    # Header fields come from the documents too: one line, no structure look-alikes.
-    return neutralise(_SPACES.sub(" ", text).strip(), fmt=fmt)
+    # Header fields come from the documents too: one line, no structure look-alikes, and
+    # in markdown none of the annotations `header` adds after them (README, "Hostile
+    # content"). XML attributes are quoted: a field cannot spell another attribute.
+    line = _SPACES.sub(" ", text).strip()
+    return neutralise_field(line) if fmt == "markdown" else neutralise(line, fmt=fmt)
 
 
 def _stale_since(chunk: Chunk, options: RenderOptions) -> str | None:
@@ -80,7 +83,7 @@ def header(n: int, chunk: Chunk, options: RenderOptions) -> str:
         attributes.append(("warning", warning))
         rendered = " ".join(f'{k}="{_attr(v)}"' for k, v in attributes if v)
         return f"<document {rendered}>"
-    parts = [f"[{n}]"]
+    parts = []
     if title:
         parts.append(title)
     if section:
@@ -91,7 +94,14 @@ def header(n: int, chunk: Chunk, options: RenderOptions) -> str:
         parts.append(f"(updated {stale}; may be out of date)")
     if warning:
         parts.append(f"⚠ {warning}")
-    return " ".join(parts)
+    return f"[{n}] {_joined(' '.join(parts))}" if parts else f"[{n}]"
+
+
+@functools.lru_cache(maxsize=4_096)
+def _joined(rest: str) -> str:
+    # Each field was cleaned on its own; where two join, or the last meets the content on
+    # the next line, they could still spell a tag ("</retrieved" + " — documents>").
+    return neutralise_header(rest)
 
 
 def render_source(n: int, chunk: Chunk, content: str, options: RenderOptions) -> str:
@@ -101,7 +111,11 @@ def render_source(n: int, chunk: Chunk, content: str, options: RenderOptions) ->
     return f"{header(n, chunk, options)}\n{content}"
 
 
+# The fullwidth quotation mark too: a reader takes it for the quote that ends a value.
+_ATTRIBUTE_ESCAPES: Final = str.maketrans(
+    {"&": "&amp;", '"': "&quot;", "\uff02": "&quot;", "<": "&lt;", ">": "&gt;"}
+)
+
+
 def _attr(value: str) -> str:
-    return (
-        value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
-    )
+    return value.translate(_ATTRIBUTE_ESCAPES)
