@@ -115,17 +115,29 @@ def _groups(value: object, key: str) -> frozenset[str]:
     return frozenset({_name(value, key, "groups")})  # one group, never its characters
 
 
+def _shown_value(value: str | frozenset[str]) -> str:
+    return shown_key(value) if isinstance(value, str) else shown_key(sorted(value))
+
+
 def _read(metadata: Mapping[str, Any], keys: Sequence[str], field: AclField) -> Any:
     """The value the keys of `keys` set (not None) in `metadata` agree on; None if unset."""
     present = [key for key in keys if metadata.get(key) is not None]
     shape = _tenant if field == "tenant" else _groups
     values = [shape(metadata[key], key) for key in present]
     if any(value != values[0] for value in values[1:]):
+        pairs = zip(present, values, strict=True)
+        read = ", ".join(f"{shown_key(key)} = {_shown_value(value)}" for key, value in pairs)
         raise InputError(
-            f"metadata keys {', '.join(map(shown_key, present))} all set {field} but "
-            "disagree; keep one, since either could be the rule meant"
+            f"metadata keys mapped to {field} disagree ({read}); keep one, since either "
+            "could be the rule meant"
         )
     return values[0] if values else None
+
+
+def _keys(keys: Sequence[str], field: AclField) -> frozenset[str]:
+    if isinstance(keys, str):  # its characters would be the keys, and the key unmapped
+        raise InputError(f"{field}= is a sequence of metadata keys: use ({shown_key(keys)},)")
+    return frozenset(keys)
 
 
 def acl_from_metadata(
@@ -140,11 +152,18 @@ def acl_from_metadata(
 
     Refused: a key that looks like an access rule (`acl_meaning`) but is mapped to
     neither field, whatever else is set (`fix` says how to map it); two mapped keys of
-    one field that disagree; a value that is not a name (or, for the tenant, more than
-    one). A tenant list of one is that tenant; a str of groups is one group. Keys whose
-    value is None carry no rule and are ignored.
+    one field that disagree; a key mapped to both fields; a value that is not a name (or,
+    for the tenant, not exactly one). A tenant list of one is that tenant; a str of groups
+    is one group; int ids become str. Keys whose value is None carry no rule.
     """
-    mapped = {*tenant, *groups}
+    tenant_keys, group_keys = _keys(tenant, "tenant"), _keys(groups, "groups")
+    both = tenant_keys & group_keys
+    if both:
+        raise InputError(
+            f"metadata key {shown_key(min(both, key=str))} is mapped to both tenant and "
+            "groups; a key holds one of them: map it to one"
+        )
+    mapped = tenant_keys | group_keys
     for key, value in metadata.items():
         meant = acl_meaning(key)
         if meant is not None and value is not None and key not in mapped:

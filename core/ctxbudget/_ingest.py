@@ -5,7 +5,12 @@ count too, so a wrong one would let a prompt past its budget. Metadata is not ou
 alone: a document's metadata is copied onto every node cut from it, loaders and users
 write keys, a text may change after it was counted. So a count is read back only when
 ctxbudget's own ingest wrote it for this very text and tokenizer: beside it stand the
-tokenizer's name and a digest of both (`ingest_metadata`, `ingest_count`).
+tokenizer's name and a digest of the name, the count and the text (`ingest_metadata`,
+`ingest_count`), so a changed text, tokenizer or count is counted again.
+
+The digest is not keyed: it tells a count made for other data from the right one, not
+a count forged on purpose by whoever writes the metadata and knows this scheme. Counts
+that stand are still never below what the text's bytes must cost (README "Inputs").
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
 
+from ctxbudget._errors import TokenizerError
 from ctxbudget._tokens import Tokenizer
 
 __all__ = [
@@ -30,24 +36,31 @@ TOKENS_KEY: Final = "ctxbudget_tokens"
 TOKENIZER_KEY: Final = "ctxbudget_tokenizer"
 """Metadata key: the name of the tokenizer that measured it."""
 DIGEST_KEY: Final = "ctxbudget_digest"
-"""Metadata key: a digest of the tokenizer's name and the text that was measured."""
+"""Metadata key: a digest of the tokenizer's name, the count and the text measured."""
 INGEST_COUNT_KEYS: Final = (TOKENS_KEY, TOKENIZER_KEY, DIGEST_KEY)
 
 
-def _digest(text: str, tokenizer: str) -> str:
-    data = f"{tokenizer}\x00{text}".encode("utf-8", "surrogatepass")
+def _digest(text: str, tokenizer: str, tokens: int) -> str:
+    data = f"{tokenizer}\x00{tokens}\x00{text}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()[:32]
 
 
 def ingest_metadata(text: str, tokenizer: Tokenizer) -> dict[str, Any]:
     """The metadata an ingest step stores beside `text`: its count, the tokenizer, the digest.
 
-    Flat str and int values, which every vector store accepts.
+    Flat str and int values, which every vector store accepts. `TokenizerError` when the
+    tokenizer's count is not an int >= 0: a count that could not stand is never stored.
     """
+    tokens = tokenizer.count(text)
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise TokenizerError(
+            f"tokenizer {tokenizer.name!r} returned {tokens!r} for a {len(text)}-character "
+            "text; a token count must be an int >= 0"
+        )
     return {
-        TOKENS_KEY: tokenizer.count(text),
+        TOKENS_KEY: tokens,
         TOKENIZER_KEY: tokenizer.name,
-        DIGEST_KEY: _digest(text, tokenizer.name),
+        DIGEST_KEY: _digest(text, tokenizer.name, tokens),
     }
 
 
@@ -61,7 +74,7 @@ def ingest_count(metadata: Mapping[str, Any], text: str, tokenizer: str) -> int 
         or not isinstance(tokens, int)
         or tokens < 0
         or metadata.get(TOKENIZER_KEY) != tokenizer
-        or metadata.get(DIGEST_KEY) != _digest(text, tokenizer)
+        or metadata.get(DIGEST_KEY) != _digest(text, tokenizer, tokens)
     ):
         return None
     return tokens

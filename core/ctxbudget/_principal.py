@@ -45,6 +45,17 @@ def principal_for_call(fixed: Principal | None, scope: Scope, *, where: str) -> 
     Args:
         where: how the call names its principal, for the error (e.g. ``as_principal``).
     """
+    if fixed is not None and not isinstance(fixed, Principal):
+        raise InputError(
+            f"principal= must be a ctxbudget.Principal or None, but got {type(fixed).__name__}"
+        )
+    if scope is not NO_SCOPE and scope is not None and not isinstance(scope, Principal):
+        # Refused here, before anything compares or keeps it: a framework config may carry a
+        # dict or a str where the principal belongs.
+        raise InputError(
+            f"{where} names a {type(scope).__name__}, not a ctxbudget.Principal: pass "
+            "Principal(tenant=..., groups=...), or None for an anonymous caller"
+        )
     if fixed is None:
         return None if scope is NO_SCOPE else scope
     if scope is NO_SCOPE or scope == fixed:

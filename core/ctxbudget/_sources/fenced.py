@@ -4,10 +4,11 @@ A framework may hand sources on as strings only (LlamaIndex's prompt helper gets
 texts, never the nodes), and pack them into one or several LLM calls. Each source then
 carries its own fence (`Selection.framed_sources`), so whatever reorders or filters
 them, every one stays fenced with its number. Packing reads a text back as a fenced
-source only when it is exactly what `framed_sources` renders and its content is inert
-(neutralising would not change it): a text crafted to look like one is then no more
-than ctxbudget could have rendered itself. Any other text is fenced as untrusted data,
-neutralised and without a number, since numbers come from selection alone.
+source only when it is exactly what `framed_sources` renders and everything in it but
+its own header tag is inert (neutralising would not change it): a text crafted to look
+like one is then no more than ctxbudget could have rendered itself. Any other text is
+fenced as untrusted data, neutralised and without a number, since numbers come from
+selection alone.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Final, NamedTuple, get_args
 
+from ctxbudget._errors import InputError
 from ctxbudget._fence import FENCE_OPEN, SourceFormat, fence_frame, fence_notice, neutralise
 from ctxbudget._layout import SECTION_SEPARATOR
 from ctxbudget._sources.conflicts import ConflictPolicy, conflict_instruction
@@ -30,9 +32,16 @@ DATA_NOTICE: Final = (
 )
 """The notice opening a fence around texts that are not numbered sources."""
 
-_FORMATS: Final[tuple[SourceFormat, ...]] = ("markdown", "xml")
 _MARKDOWN_HEADER: Final = re.compile(r"\[([1-9][0-9]{0,8}+)\]")
-_XML_HEADER: Final = re.compile(r'<document index="([1-9][0-9]{0,8}+)"(?: [a-z]++="[^"<>\n]*+")*+>')
+_XML_TAG: Final = "<document"
+# The attributes `render.header` writes, in its order; a value never holds a quote (nor the
+# fullwidth one a reader takes for it), an angle bracket or a line break.
+_XML_VALUE: Final = '="[^"\uff02<>\n]*+"'
+_XML_HEADER: Final = re.compile(
+    f'{_XML_TAG} index="([1-9][0-9]{{0,8}}+)"'
+    + "".join(f"(?: {name}{_XML_VALUE})?+" for name in ("title", "section", "effective", "updated"))
+    + f'(?: freshness="may be out of date")?+(?: warning{_XML_VALUE})?+>'
+)
 _XML_CLOSE: Final = "\n</document>"
 
 
@@ -77,50 +86,83 @@ def read_fenced(text: str) -> FencedSource | None:
     if fence_open not in _opens():
         return None
     source = text[len(fence_open) : -len(_CLOSE)]
-    for fmt in _FORMATS:
-        n = _number(source, fmt)
-        if n is not None:
-            return FencedSource(n, fence_open, source)
-    return None
+    read = _read(source)
+    return None if read is None else FencedSource(read[0], fence_open, source)
 
 
-def _number(source: str, fmt: SourceFormat) -> int | None:
-    """The number of `source` when it is a header and inert content in format `fmt`."""
+def _read(source: str) -> tuple[int, SourceFormat] | None:
+    """The number and format of `source` when it is a header and inert content."""
     header, newline, content = source.partition("\n")
     if not newline:
         return None
-    if fmt == "markdown":
-        found = _MARKDOWN_HEADER.match(header)
-        if found is None:
-            return None
-        rest = header[found.end() :]
-        if rest and (not rest.startswith(" ") or neutralise(rest) != rest):
-            return None
-    else:
-        found = _XML_HEADER.fullmatch(header)
+    fmt: SourceFormat
+    if header.startswith(_XML_TAG):
+        fmt, found = "xml", _XML_HEADER.fullmatch(header)
         if found is None or not content.endswith(_XML_CLOSE):
             return None
-        content = content[: -len(_XML_CLOSE)]
-    if neutralise(content, fmt=fmt) != content:
+        inert = source[len(_XML_TAG) : -len(_XML_CLOSE)]  # the attributes, then the content
+    else:
+        fmt, found = "markdown", _MARKDOWN_HEADER.match(header)
+        if found is None:
+            return None
+        if found.end() < len(header) and header[found.end()] != " ":
+            return None  # "[1]x" is no header `render.header` writes
+        # The header's fields, then the content: checked together, since the line break
+        # between them cannot part a look-alike (a tag may span lines).
+        inert = source[found.end() :]
+    if neutralise(inert, fmt=fmt) != inert:
         return None
-    return int(found.group(1))
+    return int(found.group(1)), fmt
 
 
 def fence_sources(sources: Sequence[FencedSource]) -> str:
     """Several sources read back from their own fences, in one fence, as `Selection.text`
-    shows them; they must share one fence opening (one notice)."""
+    shows them.
+
+    As in a selection, they share one fence opening (one notice) and one format, and no
+    number is used twice; each is checked again as `read_fenced` checks it, since a
+    `FencedSource` can be built by hand. `InputError` otherwise.
+    """
     if not sources:
         return ""
     opening = sources[0].fence_open
-    if any(s.fence_open != opening for s in sources):
-        raise ValueError("sources from fences with different notices cannot share one fence")
+    formats: set[SourceFormat] = set()
+    numbers: set[int] = set()
+    for source in sources:
+        read = _read(source.text) if source.fence_open in _opens() else None
+        if read is None or read[0] != source.n:
+            raise InputError(
+                f"source [{source.n}] is not a source that read_fenced returned: pass only "
+                "what read_fenced reads back, and fence other texts with fence_untrusted"
+            )
+        if source.fence_open != opening:
+            raise InputError(
+                "sources from fences with different notices cannot share one fence: they "
+                "come from different selections, whose numbers collide"
+            )
+        if source.n in numbers:
+            raise InputError(
+                f"source [{source.n}] is given twice: a number names one source, so pass each "
+                "once, and sources of different selections in fences of their own"
+            )
+        numbers.add(source.n)
+        formats.add(read[1])
+    if len(formats) > 1:
+        raise InputError(
+            "markdown and xml sources cannot share one fence: a markdown source may hold text "
+            "that reads as an xml source header; select them with one source_format"
+        )
     return opening + SECTION_SEPARATOR.join(s.text for s in sources) + _CLOSE
 
 
 def fence_untrusted(texts: Sequence[str]) -> str:
     """`texts` neutralised inside one fence whose notice says they are untrusted data; no
-    numbers (a number means a selected source, and these are not)."""
+    numbers (a number means a selected source, and these are not).
+
+    Neutralised as joined, in the rules of both source formats: a look-alike split
+    across two texts, or an xml source header, is rewritten too.
+    """
     if not texts:
         return ""
-    body = SECTION_SEPARATOR.join(neutralise(text) for text in texts)
+    body = neutralise(SECTION_SEPARATOR.join(texts), fmt="xml")
     return fence_frame(DATA_NOTICE).open + body + _CLOSE
