@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from ctxbudget import Allocation, Budget, ContextAssembler, Principal
-from langchain_ctxbudget import ContextBudgetRunnable
+from langchain_ctxbudget import ContextBudgetRunnable, TokenCountTransformer
 
 DOCUMENTS = [
     Document(
@@ -71,16 +71,15 @@ class ShowWhatTheModelGets(BaseCallbackHandler):
 
 def main() -> None:
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=256))
-    store.add_documents(DOCUMENTS)
+    # Counted once, at ingest: requests use these counts instead of counting each text again.
+    store.add_documents(TokenCountTransformer("gpt-4o").transform_documents(DOCUMENTS))
     retriever = store.as_retriever(search_kwargs={"k": len(DOCUMENTS)})
 
     budget = Budget(
         total=4_000, reserve_output=500, allocations=(Allocation("retrieved", max=400, priority=1),)
     )
-    context = ContextBudgetRunnable(
-        assembler=ContextAssembler(tokenizer="gpt-4o", budget=budget),
-        principal=Principal(tenant="acme"),  # or per call: config["configurable"]["principal"]
-    )
+    # Built without a principal, it answers each call for the principal in its config.
+    context = ContextBudgetRunnable(assembler=ContextAssembler(tokenizer="gpt-4o", budget=budget))
     prompt = ChatPromptTemplate.from_messages(
         [
             ("system", "Answer only from the sources and cite them as [n]."),
@@ -95,7 +94,11 @@ def main() -> None:
         | StrOutputParser()
     )
     answer = chain.invoke(
-        "How long do refunds take?", config={"callbacks": [ShowWhatTheModelGets()]}
+        "How long do refunds take?",
+        config={
+            "callbacks": [ShowWhatTheModelGets()],
+            "configurable": {"principal": Principal(tenant="acme")},
+        },
     )
     print(f"--- answer ---\n{answer}")
 

@@ -1,10 +1,12 @@
 """LangChain adapter for ctxbudget: budgeted, numbered, fenced context as LangChain components.
 
-`ContextBudgetRunnable` (an LCEL step), `ContextBudgetTransformer` and
-`ContextBudgetCompressor` (document post-processing), `trim_history` (chat history
-by whole turns); `langchain_ctxbudget.middleware.ContextBudgetMiddleware` for agents
-built with ``langchain`` 1.x. Thin: each converts LangChain objects, calls the
-`ctxbudget` core once, and converts back.
+`ContextBudgetRunnable` (an LCEL step), `ContextBudgetRetriever` (any retriever, budgeted
+for each call's principal), `ContextBudgetTransformer` and `ContextBudgetCompressor`
+(document post-processing), `TokenCountTransformer` (token counts stored at ingest),
+`trim_history` (chat history by whole turns);
+`langchain_ctxbudget.middleware.ContextBudgetMiddleware` for agents built with
+``langchain`` 1.x. Thin: each converts LangChain objects, calls the `ctxbudget` core
+once, and converts back.
 """
 
 from importlib import metadata as _metadata
@@ -20,6 +22,8 @@ except ImportError as _error:
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget.compressor import ContextBudgetCompressor
 from langchain_ctxbudget.history import history_trimmer, trim_history
+from langchain_ctxbudget.ingest import TokenCountTransformer
+from langchain_ctxbudget.retriever import ContextBudgetRetriever
 from langchain_ctxbudget.runnable import ContextBudgetRunnable
 from langchain_ctxbudget.transformer import ContextBudgetTransformer
 
@@ -27,9 +31,11 @@ __version__ = _metadata.version("ctxbudget")
 
 __all__ = [
     "ContextBudgetCompressor",
+    "ContextBudgetRetriever",
     "ContextBudgetRunnable",
     "ContextBudgetTransformer",
     "MetadataMapping",
+    "TokenCountTransformer",
     "history_trimmer",
     "trim_history",
 ]

@@ -5,17 +5,18 @@ dict whose keys vary by loader and vector store. `MetadataMapping` says which ke
 fill which `Chunk` field; `to_chunks` applies it to many documents at once, naming
 the document index and the metadata key in every error, and `metadata_of` goes
 back from a `Chunk` to metadata (for a whole document the core loaded itself).
+The access rule is read by the core's `acl_from_metadata` and a stored token count
+by its `ingest_count`: the adapter decides neither.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ctxbudget import Chunk, InputError
+from ctxbudget import Chunk, InputError, acl_from_metadata, ingest_count
 
 __all__ = ["MetadataMapping", "RawDocument", "metadata_of", "to_chunks"]
 
@@ -31,10 +32,11 @@ class MetadataMapping(BaseModel):
     """Which `Document.metadata` keys fill which `Chunk` field; for each field the first
     key present (and not None) wins.
 
-    Keys not named here pass through into `Chunk.metadata` (never rendered). Keys
-    named for `tenant` and `groups` are always taken out of the metadata, all of them,
-    so an access rule can never ride along as inert data; two of them disagreeing is
-    an error.
+    Keys not named here pass through into `Chunk.metadata` (never rendered). The
+    access rule is read by `ctxbudget.acl_from_metadata`: every key named for `tenant`
+    and `groups` is taken out of the metadata, two of them disagreeing is an error, and
+    so is any other key that looks like an access rule (``tenant_id``,
+    ``allowed_groups``, ...), whatever else is set: name it here to enforce it.
 
     >>> MetadataMapping(tenant=("tenant", "org_id")).tenant
     ('tenant', 'org_id')
@@ -69,9 +71,6 @@ class MetadataMapping(BaseModel):
         default=("groups",),
         description="Groups allowed to see it: a list of str, or one str for one group.",
     )
-    tokens: _Keys = Field(
-        default=("tokens",), description="Token count measured at ingest (same tokenizer)."
-    )
     parse_warnings: _Keys = Field(
         default=("parse_warnings",), description="Ingest warnings: a list of str, or one str."
     )
@@ -81,6 +80,8 @@ class MetadataMapping(BaseModel):
         owner: dict[str, str] = {}
         for field, keys in self._fields():
             for key in keys:
+                if owner.get(key) == field:
+                    raise ValueError(f"metadata key {key!r} is named twice for {field!r}")
                 if key in owner:
                     raise ValueError(
                         f"metadata key {key!r} is mapped to both {owner[key]!r} and {field!r}; "
@@ -93,23 +94,9 @@ class MetadataMapping(BaseModel):
         return ((name, getattr(self, name)) for name in type(self).model_fields)
 
 
-def _content_id(content: str) -> str:
-    """A stable id for a document that has none: a hash of its text."""
-    digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"sha256:{digest[:16]}"
-
-
 def _heading_path(value: object) -> object:
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(">") if part.strip())
-    return value
-
-
-def _groups(value: object) -> object:
-    if isinstance(value, str):
-        return frozenset({value})  # one group, never its characters
-    if isinstance(value, list | tuple | set | frozenset):
-        return frozenset(value)
     return value
 
 
@@ -126,7 +113,6 @@ def _document_id(value: object) -> object:
 _SHAPE: Final = {
     "document_id": _document_id,
     "heading_path": _heading_path,
-    "groups": _groups,
     "parse_warnings": _warnings,
 }
 """Fields whose metadata value takes a shape of its own before `Chunk` validates it."""
@@ -141,41 +127,37 @@ def _where(index: int, used: Mapping[str, str], error: ValidationError) -> str:
         return f"documents[{index}] metadata[{used[field]!r}] (Chunk.{field}): {message}"
     if field == "content":
         return f"documents[{index}] page_content: {message}"
-    if field == "id":
-        return f"documents[{index}] id: {message}"
-    if not field:  # the chunk-level check: an ACL-looking key the mapping does not name
-        return (
-            f"documents[{index}]: {message}; or name the key in MetadataMapping(tenant=..., "
-            "groups=...) so it is enforced"
-        )
-    return f"documents[{index}] metadata: {message}"
+    return f"documents[{index}] {field}: {message}"
 
 
 def _to_chunk(
-    index: int, document: RawDocument, mapping: MetadataMapping, *, chunk_id: str
+    index: int, document: RawDocument, mapping: MetadataMapping, *, tokenizer: str | None
 ) -> Chunk:
     """One document as a `Chunk`; `InputError` naming ``documents[index]`` and the key."""
-    _, content, metadata = document
-    fields: dict[str, Any] = {}
+    given, content, metadata = document
+    try:
+        acl = acl_from_metadata(metadata, tenant=mapping.tenant, groups=mapping.groups)
+    except InputError as error:
+        raise InputError(f"documents[{index}] {error}") from None
+    fields: dict[str, Any] = {"tenant": acl.tenant, "groups": acl.groups}
     used: dict[str, str] = {}
-    taken: set[str] = set()
+    taken: set[str] = set(acl.keys)
     for field, keys in mapping._fields():
-        present = [key for key in keys if metadata.get(key) is not None]
         if field in _ACL_FIELDS:
-            taken.update(key for key in keys if key in metadata)
-            values = [_groups(metadata[key]) for key in present]
-            if any(value != values[0] for value in values[1:]):
-                raise InputError(
-                    f"documents[{index}] metadata keys {', '.join(map(repr, present))} all set "
-                    f"{field} but disagree; keep one, since either could be the rule meant"
-                )
-        if present:
-            used[field] = present[0]
-            taken.add(present[0])
+            continue
+        present = next((key for key in keys if metadata.get(key) is not None), None)
+        if present is not None:
+            used[field] = present
+            taken.add(present)
             shape = _SHAPE.get(field)
-            value = metadata[present[0]]
+            value = metadata[present]
             fields[field] = shape(value) if shape else value
+    if tokenizer is not None:
+        fields["tokens"] = ingest_count(metadata, content, tokenizer)
     rest = {key: value for key, value in metadata.items() if key not in taken}
+    # Made for a document without one: its position, never its text (ids travel in reports,
+    # events and logs, where a digest of a forbidden text would let it be guessed).
+    chunk_id = f"documents[{index}]" if given is None else given
     try:
         return Chunk(id=chunk_id, content=content, metadata=rest, **fields)
     except ValidationError as error:
@@ -183,23 +165,24 @@ def _to_chunk(
 
 
 def to_chunks(
-    documents: Sequence[RawDocument], mapping: MetadataMapping | None = None
+    documents: Sequence[RawDocument],
+    mapping: MetadataMapping | None = None,
+    *,
+    tokenizer: str | None = None,
 ) -> list[Chunk]:
-    """Documents as chunks, in order. A document without an id gets a hash of its text;
-    identical texts without ids get ``-2``, ``-3``... in order, so ids stay unique."""
+    """Documents as chunks, in order. A document without an id gets ``documents[i]``, its
+    position in this call.
+
+    Args:
+        tokenizer: the name of the tokenizer requests are counted with; a count stored by
+            ctxbudget's ingest for exactly this text and tokenizer (`ctxbudget.ingest_count`)
+            becomes `Chunk.tokens`, any other count in metadata is ignored.
+    """
     mapping = MetadataMapping() if mapping is None else mapping
-    chunks: list[Chunk] = []
-    seen: dict[str, int] = {}
-    for index, document in enumerate(documents):
-        given = document[0]
-        if given is None:
-            base = _content_id(document[1])
-            seen[base] = seen.get(base, 0) + 1
-            chunk_id = base if seen[base] == 1 else f"{base}-{seen[base]}"
-        else:
-            chunk_id = given
-        chunks.append(_to_chunk(index, document, mapping, chunk_id=chunk_id))
-    return chunks
+    return [
+        _to_chunk(index, document, mapping, tokenizer=tokenizer)
+        for index, document in enumerate(documents)
+    ]
 
 
 def metadata_of(chunk: Chunk, mapping: MetadataMapping | None = None) -> dict[str, Any]:

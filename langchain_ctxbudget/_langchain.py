@@ -1,39 +1,56 @@
 """LangChain objects ⇄ ctxbudget inputs and results: documents, messages, tools, reports.
 
-Every component of the adapter converts through here, so each rule is written once:
-how a `Document` becomes a `Chunk` and a selected source a new `Document`, how a
+Every component of the adapter converts through here, so each conversion is written
+once: how a `Document` becomes a `Chunk` and a selected source a new `Document`, how a
 message list becomes whole-turn units (an AI message and the tool results answering
-its calls are one unit), how kept units come back as the original messages with the
-core's gap markers, and what the report event carries.
+its calls are one unit) of rebuilt messages that carry only what was counted, how kept
+units come back with the core's gap markers, who a call is answered for, and what the
+report event carries. The rules themselves are the core's.
 """
 
 from __future__ import annotations
 
-import json
+import copy
+import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ValidationError
 
 from ctxbudget import (
+    NO_SCOPE,
     Assembled,
     Chunk,
     ContextAssembler,
     InputError,
+    NoScope,
     Principal,
     Role,
     Selection,
     Source,
+    TokenCounter,
     Tool,
     Turn,
+    neutralise_section,
+    principal_for_call,
 )
+from langchain_ctxbudget._content import Parts, message_parts
 from langchain_ctxbudget._convert import MetadataMapping, metadata_of, to_chunks
 
 __all__ = [
@@ -41,15 +58,18 @@ __all__ = [
     "Unit",
     "assembled_report",
     "budgeted_documents",
+    "call_principal",
     "chunks_of",
     "cited_documents",
+    "config_principal",
     "documents_of",
     "in_run",
     "kept_units",
-    "principal_for",
+    "parts_of",
     "principal_of",
     "restore",
     "selection_report",
+    "sent_message",
     "tool_of",
     "units_of",
 ]
@@ -84,9 +104,16 @@ def documents_of(value: object) -> list[Document]:
     return list(value)
 
 
-def chunks_of(documents: Sequence[Document], mapping: MetadataMapping) -> list[Chunk]:
-    """Documents as chunks, through `mapping` (see `to_chunks`)."""
-    return to_chunks([(d.id, d.page_content, d.metadata) for d in documents], mapping)
+def chunks_of(
+    documents: Sequence[Document], mapping: MetadataMapping, assembler: ContextAssembler
+) -> list[Chunk]:
+    """Documents as chunks, through `mapping`, trusting only ingest counts made for the
+    assembler's tokenizer (see `to_chunks`)."""
+    return to_chunks(
+        [(d.id, d.page_content, d.metadata) for d in documents],
+        mapping,
+        tokenizer=assembler.counter.tokenizer.name,
+    )
 
 
 def budgeted_documents(
@@ -99,7 +126,7 @@ def budgeted_documents(
 ) -> tuple[list[Document], Selection]:
     """`documents` selected by the core's retrieved pipeline, as new cited Documents."""
     given = documents_of(documents)
-    chunks = chunks_of(given, mapping)
+    chunks = chunks_of(given, mapping, assembler)
     selection = assembler.select_sources(chunks, max_tokens=max_tokens, principal=principal)
     return cited_documents(selection, given, chunks, mapping), selection
 
@@ -153,8 +180,15 @@ class Unit:
 
     start: int
     """Index of the unit's first message in the caller's list; where it goes back."""
-    messages: tuple[BaseMessage, ...]
+    given: tuple[BaseMessage, ...]
+    """The caller's messages, never changed."""
+    parts: tuple[Parts, ...]
+    """What each of them sends (`_content`), which the turn's text counts."""
     turn: Turn
+
+    def sent(self) -> list[BaseMessage]:
+        """The unit's messages as they are sent (`sent_message`); built only for kept units."""
+        return [sent_message(m, p) for m, p in zip(self.given, self.parts, strict=True)]
 
 
 def _role(name: str, index: int, message: BaseMessage) -> Role:
@@ -168,15 +202,54 @@ def _role(name: str, index: int, message: BaseMessage) -> Role:
     return role
 
 
-def _text(message: BaseMessage) -> str:
-    """What a message costs as text: its text, then its tool calls as name(arguments)."""
-    parts = [str(message.text)]
+def parts_of(
+    name: str, index: int, message: BaseMessage, neutralise: Callable[[str], str]
+) -> Parts:
+    """What `message` sends and costs (`_content` says which part is counted, dropped or
+    refused)."""
+    ai = isinstance(message, AIMessage)
+    return message_parts(
+        f"{name}[{index}]",
+        content=message.content,
+        additional_kwargs=message.additional_kwargs,
+        ai=ai,
+        tool_calls=message.tool_calls if isinstance(message, AIMessage) else (),
+        invalid_tool_calls=message.invalid_tool_calls if isinstance(message, AIMessage) else (),
+        name=message.name,
+        tool_call_id=message.tool_call_id if isinstance(message, ToolMessage) else None,
+        neutralise=neutralise,
+    )
+
+
+def sent_message(message: BaseMessage, parts: Parts) -> BaseMessage:
+    """`message` as it is sent: a new message of the standard class for its type with the
+    same id, name, tool calls (arguments copied) and tool-call id, and the content and
+    ``additional_kwargs`` of `parts`. What providers never send a model is not carried:
+    response and usage metadata, a tool result's ``artifact``, an invalid call's ``error``.
+    """
+    common: dict[str, Any] = {"content": parts.content, "id": message.id, "name": message.name}
     if isinstance(message, AIMessage):
-        parts.extend(
-            f"{call['name']}({json.dumps(call['args'], ensure_ascii=False, sort_keys=True)})"
-            for call in message.tool_calls
+        return AIMessage(
+            **common,
+            additional_kwargs=parts.additional_kwargs,
+            tool_calls=[
+                tool_call(name=c["name"], args=copy.deepcopy(c["args"]), id=c["id"])
+                for c in message.tool_calls
+            ],
+            invalid_tool_calls=[
+                invalid_tool_call(name=c["name"], args=c["args"], id=c["id"])
+                for c in message.invalid_tool_calls
+            ],
         )
-    return "\n".join(part for part in parts if part)
+    if isinstance(message, ToolMessage):
+        return ToolMessage(**common, tool_call_id=message.tool_call_id, status=message.status)
+    if isinstance(message, ChatMessage):
+        return ChatMessage(**common, role=message.role)
+    if isinstance(message, FunctionMessage):
+        return FunctionMessage(**common)
+    if isinstance(message, SystemMessage):
+        return SystemMessage(**common)
+    return HumanMessage(**common)
 
 
 def _groups(name: str, messages: Sequence[BaseMessage]) -> list[list[int]]:
@@ -203,12 +276,19 @@ def _groups(name: str, messages: Sequence[BaseMessage]) -> list[list[int]]:
 
 
 def units_of(
-    name: str, messages: object, *, skip: Callable[[BaseMessage], bool] | None = None
+    name: str,
+    messages: object,
+    *,
+    skip: Callable[[BaseMessage], bool] | None = None,
+    counter: TokenCounter | None = None,
 ) -> list[Unit]:
     """`messages` as units in order, leaving out units whose first message `skip` matches.
 
     Units before the first human message join it, so the turn the core always keeps
-    (its first) is the user's first message, with any greeting before it.
+    (its first) is the user's first message, with any greeting before it. Each turn's
+    text is what its messages send (`parts_of`), neutralised through `counter` when given
+    (an assembler's: a conversation resends its turns on every request); the inputs are
+    not changed.
     """
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise InputError(
@@ -219,16 +299,27 @@ def units_of(
     first_human = next((k for k, g in enumerate(groups) if roles[g[0]] == "user"), 0)
     if first_human:
         groups[: first_human + 1] = [[i for g in groups[: first_human + 1] for i in g]]
+    neutralise = neutralise_section
+    if counter is not None:
+        neutralise = functools.partial(_remembered, counter)
     units: list[Unit] = []
     for group in groups:
         start = group[0]
-        content = "\n".join(_text(messages[i]) for i in group)
+        parts = tuple(parts_of(name, i, messages[i], neutralise) for i in group)
         try:
-            turn = Turn(role=roles[start], content=content, id=f"{name}[{start}]")
+            turn = Turn(
+                role=roles[start],
+                content="\n".join(p.text for p in parts),
+                id=f"{name}[{start}]",
+            )
         except ValidationError as error:
             raise InputError(f"{name}[{start}] {_problem(error)}") from None
-        units.append(Unit(start, tuple(messages[i] for i in group), turn))
+        units.append(Unit(start, tuple(messages[i] for i in group), parts, turn))
     return units
+
+
+def _remembered(counter: TokenCounter, text: str) -> str:
+    return counter.rewritten(text, neutralise_section)
 
 
 def kept_units(units: Sequence[Unit], assembled: Assembled) -> set[int]:
@@ -240,8 +331,8 @@ def kept_units(units: Sequence[Unit], assembled: Assembled) -> set[int]:
 def restore(
     units: Sequence[Unit], kept: Collection[int], shown: Sequence[tuple[Role, str]]
 ) -> list[tuple[int, list[BaseMessage]]]:
-    """Kept units as their original messages, and a `HumanMessage` with the core's gap
-    marker where each run of dropped units starts, each at its position in the input.
+    """Kept units as the messages they send, and a `HumanMessage` with the core's gap marker
+    where each run of dropped units starts, each at its position in the input.
 
     `shown` is the core's history as (role, text): one entry per kept unit and per gap,
     in order; the markers are taken from it, so their wording stays the core's.
@@ -252,7 +343,7 @@ def restore(
     previous_kept = True
     for k, unit in enumerate(units):
         if k in kept:
-            slots.append((unit.start, list(unit.messages)))
+            slots.append((unit.start, unit.sent()))
         elif previous_kept:
             slots.append((unit.start, None))
         previous_kept = k in kept
@@ -303,12 +394,22 @@ def principal_of(value: object, where: str) -> Principal | None:
     )
 
 
-def principal_for(default: Principal | None, config: RunnableConfig) -> Principal | None:
-    """Who is asking in this call: ``config["configurable"]["principal"]``, else `default`."""
+_CONFIG_PRINCIPAL: Final = "config['configurable']['principal']"
+
+
+def config_principal(config: RunnableConfig) -> Principal | NoScope | None:
+    """Who the call's config names: ``config["configurable"]["principal"]`` (None is the
+    anonymous caller), or `NO_SCOPE` when it names nobody."""
     configurable = config.get("configurable") or {}
     if "principal" not in configurable:
-        return default
-    return principal_of(configurable["principal"], "config['configurable']['principal']")
+        return NO_SCOPE
+    return principal_of(configurable["principal"], _CONFIG_PRINCIPAL)
+
+
+def call_principal(fixed: Principal | None, config: RunnableConfig) -> Principal | None:
+    """Who a call is answered for, by the core's one rule (`ctxbudget.principal_for_call`):
+    a component built for `fixed` serves it only; one built without takes the config's."""
+    return principal_for_call(fixed, config_principal(config), where=_CONFIG_PRINCIPAL)
 
 
 def in_run(config: RunnableConfig) -> bool:

@@ -26,8 +26,10 @@ def trim_history(
 
     Turns are whole: an `AIMessage` with tool calls and the `ToolMessage` results that
     answer it are kept or dropped together, so the result is always a valid request.
-    Messages come back as given (same objects, same order); a gap marker is a
-    `HumanMessage` such as ``[… 12 messages omitted …]``. Counts are exact, with the
+    Messages come back in order as new messages of the same classes, ids and tool calls,
+    with their texts neutralised as the core's own messages are, and every part counted
+    or refused (README "What a message costs"); the inputs are not changed. A gap marker
+    is a `HumanMessage` such as ``[… 12 messages omitted …]``. Counts are exact, with the
     model's tokenizer, over the turns as ctxbudget renders them (``User: …``); system
     messages are counted first and the rest trimmed to what remains.
 
@@ -60,7 +62,7 @@ def trim_history(
         left -= fixed.tokens
     trimmed = trim_turns([unit.turn for unit in units], max_tokens=left, tokenizer=tokenizer)
     placed = restore(units, set(trimmed.kept), trimmed.messages)
-    placed.extend((unit.start, list(unit.messages)) for unit in pinned)
+    placed.extend((unit.start, unit.sent()) for unit in pinned)
     placed.sort(key=lambda item: item[0])
     return [message for _, group in placed for message in group]
 

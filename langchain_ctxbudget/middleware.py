@@ -48,7 +48,10 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     is the request's question and always sent; earlier messages are history (first
     human turn, most recent turns, a gap marker between; an AI message with tool
     calls stays with its results); tools are dropped whole, least relevant (last
-    listed) first. The system prompt is counted, never changed. Build the assembler
+    listed) first. Every message, the latest turn's included, is sent rebuilt as it was
+    counted: texts neutralised (tool results are untrusted data), every part counted or
+    refused (README "What a message costs"); the agent's state keeps the originals.
+    The system prompt is counted, never changed. Build the assembler
     with ``native_tools=True`` so tools are counted as the schemas the provider
     receives. Each call dispatches the custom event ``"ctxbudget_report"`` (when it
     runs inside a run, as in an agent)::
@@ -86,7 +89,7 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return await handler(budgeted)
 
     def _budget(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], Assembled]:
-        units = units_of("messages", request.messages)
+        units = units_of("messages", request.messages, counter=self.assembler.counter)
         if not units:
             raise InputError("the model request has no messages, so there is no turn to answer")
         *earlier, latest = units
@@ -103,11 +106,11 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             for _, group in restore(earlier, kept_units(earlier, assembled), assembled.history)
             for message in group
         ]
-        messages.extend(latest.messages)
+        messages.extend(latest.sent())
         tools = [
             tool
             for tool, seen in zip(request.tools, described, strict=True)
             if seen is None or seen.name in kept_tools
         ]
-        # The messages are the request's own objects, so still AnyMessage.
+        # Rebuilt by sent_message as the standard class of each message's type: AnyMessage.
         return request.override(messages=cast("list[AnyMessage]", messages), tools=tools), assembled

@@ -33,10 +33,10 @@ from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget._langchain import (
     REPORT_EVENT,
     assembled_report,
+    call_principal,
     chunks_of,
     documents_of,
     kept_units,
-    principal_for,
     restore,
     selection_report,
     tool_of,
@@ -64,12 +64,18 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
       `ChatPromptValue`: the stable prefix as one system message first, kept history
       (an AI message with tool calls stays with its tool results; gap markers where
       turns were left out), then one human message with the sources and the question.
+      History messages are rebuilt as they are counted: texts neutralised, every part
+      counted or refused (README "What a message costs").
 
-    Who is asking is `principal`, or per call ``config["configurable"]["principal"]``
-    (a `Principal` or a mapping of its fields). Each run dispatches the custom event
-    ``"ctxbudget_report"`` with the assembly report, so it shows in LangSmith and in
-    ``astream_events``. Text is passed as values, never made into a template, so
-    content with ``{`` and ``}`` arrives unchanged.
+    Who is asking: built with `principal`, it serves that principal only, and a call whose
+    config names anyone else (None included) is refused; built without, each call's
+    ``config["configurable"]["principal"]`` (a `Principal` or a mapping of its fields),
+    and a call naming nobody sees unrestricted documents only. Each run dispatches the
+    custom event ``"ctxbudget_report"`` with the assembly report, so it shows in LangSmith
+    and in ``astream_events``. Text is passed as values, never made into a template, so
+    content with ``{`` and ``}`` arrives unchanged. Retrieval that found permitted sources
+    but could send none raises `ContextBudgetError` when the ``retrieved`` allocation has
+    a min, and logs a warning naming them otherwise.
 
     >>> ctx = ContextBudgetRunnable(assembler=ContextAssembler(tokenizer="gpt-4o"))
     >>> ctx.invoke([Document("Refunds take 5 days.", id="a")]).count("[1]")
@@ -81,7 +87,7 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     assembler: ContextAssembler
     """The budget, tokenizer and source options; build one per app and share it."""
     principal: Principal | None = None
-    """Who is asking when a call's config names nobody; None sees only unrestricted chunks."""
+    """The one principal this runnable serves; None takes it from each call's config."""
     cache_control: bool = False
     """Mark the end of the stable prefix with Anthropic's ``cache_control`` (dict input).
     Leave False for providers that reject unknown content-block keys (OpenAI)."""
@@ -182,11 +188,11 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
         return output
 
     def _build(self, input: object, config: RunnableConfig) -> tuple[Output, dict[str, Any]]:
-        principal = principal_for(self.principal, config)
+        principal = call_principal(self.principal, config)
         if isinstance(input, Mapping):
             return self._prompt(input, principal)
         if isinstance(input, Sequence) and not isinstance(input, str | bytes):
-            chunks = chunks_of(documents_of(input), self.mapping)
+            chunks = chunks_of(documents_of(input), self.mapping, self.assembler)
             selection = self.assembler.select_sources(chunks, principal=principal)
             return selection.text, selection_report(selection)
         raise InputError(
@@ -212,11 +218,12 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
         if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
             raise InputError(f"tools must be a list of tools, but got {type(tools).__name__}")
         described = [tool_of(index, tool) for index, tool in enumerate(tools)]
-        units = units_of("history", values.get("history", []))
+        units = units_of("history", values.get("history", []), counter=self.assembler.counter)
+        documents = documents_of(values.get("documents", []))
         assembled = self.assembler.assemble(
             question=values["question"],
             system=values.get("system"),
-            chunks=chunks_of(documents_of(values.get("documents", [])), self.mapping),
+            chunks=chunks_of(documents, self.mapping, self.assembler),
             history=[unit.turn for unit in units],
             tools=[tool for tool in described if tool is not None],
             examples=values.get("examples"),

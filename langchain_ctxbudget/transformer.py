@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
 
-from ctxbudget import ContextAssembler, Principal
+from ctxbudget import NO_SCOPE, ContextAssembler, NoScope, Principal, principal_for_call
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget._langchain import budgeted_documents, principal_of
 
@@ -18,10 +18,13 @@ class ContextBudgetTransformer(BaseDocumentTransformer):
     """Keeps the documents that fit the retrieved budget: permitted, above the relevance
     floor, deduplicated, best first, whole documents escalated, arranged for reading.
 
-    Returns new Documents in prompt order, each with its rendered source (``[n]``
-    header and neutralised text) as ``page_content`` and ``metadata["citation"] = n``;
-    the input Documents are not changed. The fence is not part of any one Document:
-    use `ContextBudgetRunnable` for the fenced block.
+    Returns new Documents in prompt order, each with its rendered source (``[n]`` header
+    and neutralised text) as ``page_content`` and ``metadata["citation"] = n``; the input
+    Documents are not changed. The fence is not part of any one Document: use
+    `ContextBudgetRunnable` for the fenced block.
+
+    Who is asking: built with `principal`, it serves that principal only; built without,
+    each call's ``principal=``, and a call naming nobody sees unrestricted documents only.
 
     >>> transformer = ContextBudgetTransformer(ContextAssembler(tokenizer="gpt-4o"))
     >>> [d.metadata["citation"] for d in transformer.transform_documents([Document("Hi.")])]
@@ -38,8 +41,10 @@ class ContextBudgetTransformer(BaseDocumentTransformer):
     ) -> None:
         """
         Args:
-            principal: who is asking, unless a call names someone (``principal=``).
-            max_tokens: the block's limit; None uses the budget's ``retrieved`` allocation.
+            principal: the one principal served; a call naming anyone else (None included)
+                is refused. None: each call names its own (``principal=``).
+            max_tokens: the block's limit; None uses the budget's ``retrieved`` allocation
+                (its min stays the floor: sources found but none sent raise above it).
             mapping: which metadata keys fill which `Chunk` field.
         """
         self.assembler = assembler
@@ -50,11 +55,11 @@ class ContextBudgetTransformer(BaseDocumentTransformer):
     def transform_documents(
         self, documents: Sequence[Document], **kwargs: Any
     ) -> Sequence[Document]:
-        """Select and cite `documents`; ``principal=`` (a `Principal` or a mapping of its
-        fields) names who is asking in this call."""
-        principal = self.principal
+        """Select and cite `documents`; ``principal=`` (a `Principal`, a mapping of its
+        fields, or None for the anonymous caller) names who is asking in this call."""
+        scope: Principal | NoScope | None = NO_SCOPE
         if "principal" in kwargs:
-            principal = principal_of(kwargs.pop("principal"), "principal")
+            scope = principal_of(kwargs.pop("principal"), "principal=")
         if kwargs:
             raise TypeError(
                 f"transform_documents() got unexpected keyword argument(s) "
@@ -63,7 +68,7 @@ class ContextBudgetTransformer(BaseDocumentTransformer):
         selected, _ = budgeted_documents(
             self.assembler,
             documents,
-            principal=principal,
+            principal=principal_for_call(self.principal, scope, where="principal="),
             max_tokens=self.max_tokens,
             mapping=self.mapping,
         )

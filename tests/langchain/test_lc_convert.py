@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from ctxbudget import Chunk, InputError
+from ctxbudget import Chunk, InputError, TiktokenTokenizer, ingest_metadata
 from langchain_ctxbudget._convert import MetadataMapping, metadata_of, to_chunks
 
 
@@ -71,13 +71,47 @@ def test_to_chunks_dates_from_iso_strings_and_timestamps() -> None:
     assert chunk.updated_at == datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def test_to_chunks_title_tokens_and_warnings() -> None:
-    chunk = one({"title": "Refunds", "tokens": 7, "parse_warnings": "low OCR confidence"})
-    assert (chunk.title, chunk.tokens, chunk.parse_warnings) == (
-        "Refunds",
-        7,
-        ("low OCR confidence",),
-    )
+def test_to_chunks_title_and_warnings() -> None:
+    chunk = one({"title": "Refunds", "parse_warnings": "low OCR confidence"})
+    assert (chunk.title, chunk.parse_warnings) == ("Refunds", ("low OCR confidence",))
+
+
+def test_to_chunks_generic_tokens_key_is_plain_metadata() -> None:
+    chunk = one({"tokens": 7})
+    assert chunk.tokens is None
+    assert chunk.metadata == {"tokens": 7}
+
+
+def test_metadata_mapping_has_no_tokens_field() -> None:
+    with pytest.raises(ValidationError, match="tokens"):
+        MetadataMapping(tokens=("tokens",))  # type: ignore[call-arg]
+
+
+def test_to_chunks_ingest_count_for_this_text_and_tokenizer_is_used(
+    o200k: TiktokenTokenizer,
+) -> None:
+    metadata = ingest_metadata("Refunds take 5 days.", o200k)
+    chunk = to_chunks([("c", "Refunds take 5 days.", metadata)], tokenizer="o200k_base")[0]
+    assert chunk.tokens == o200k.count("Refunds take 5 days.")
+
+
+def test_to_chunks_ingest_count_of_another_text_is_not_used(o200k: TiktokenTokenizer) -> None:
+    metadata = ingest_metadata("Refunds take 5 days.", o200k)
+    chunk = to_chunks([("c", "Refunds take 60 days.", metadata)], tokenizer="o200k_base")[0]
+    assert chunk.tokens is None
+
+
+def test_to_chunks_ingest_count_of_another_tokenizer_is_not_used(
+    cl100k: TiktokenTokenizer,
+) -> None:
+    metadata = ingest_metadata("Refunds take 5 days.", cl100k)
+    chunk = to_chunks([("c", "Refunds take 5 days.", metadata)], tokenizer="o200k_base")[0]
+    assert chunk.tokens is None
+
+
+def test_to_chunks_without_a_tokenizer_uses_no_ingest_count(o200k: TiktokenTokenizer) -> None:
+    metadata = ingest_metadata("Refunds take 5 days.", o200k)
+    assert to_chunks([("c", "Refunds take 5 days.", metadata)])[0].tokens is None
 
 
 def test_to_chunks_unknown_keys_pass_into_metadata() -> None:
@@ -114,13 +148,49 @@ def test_to_chunks_every_mapped_acl_key_is_taken_out() -> None:
 
 def test_to_chunks_disagreeing_acl_keys_are_an_error() -> None:
     mapping = MetadataMapping(tenant=("tenant", "org_id"))
-    with pytest.raises(InputError, match=r"documents\[0\] metadata keys 'tenant', 'org_id'"):
+    with pytest.raises(InputError, match=r"documents\[0\] metadata keys mapped to tenant disagree"):
         to_chunks([("c", "t", {"tenant": "acme", "org_id": "other"})], mapping)
 
 
 def test_to_chunks_unmapped_acl_looking_key_is_an_error_with_the_mapping_fix() -> None:
-    with pytest.raises(InputError, match=r"documents\[0\].*'tenant_id'.*MetadataMapping"):
+    with pytest.raises(
+        InputError,
+        match=r"documents\[0\] metadata key 'tenant_id' looks like an access rule \(tenant\).*"
+        r"MetadataMapping\(tenant=\.\.\.\)",
+    ):
         one({"tenant_id": "acme"})
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"groups": ["staff"], "tenant_id": "globex"},
+        {"tenant": "acme", "allowed_groups": ["board"]},
+        {"tenant": "acme", "tenant_id": "globex"},
+    ],
+)
+def test_to_chunks_unmapped_acl_key_beside_a_mapped_one_is_an_error(
+    metadata: dict[str, Any],
+) -> None:
+    with pytest.raises(InputError, match=r"documents\[0\] metadata key '\w+' looks like an access"):
+        one(metadata)
+
+
+def test_to_chunks_acl_key_mapped_beside_another_is_enforced() -> None:
+    mapping = MetadataMapping(groups=("groups", "allowed_groups"))
+    chunk = to_chunks([("c", "t", {"tenant": "acme", "allowed_groups": ["board"]})], mapping)[0]
+    assert (chunk.tenant, chunk.groups, chunk.metadata) == ("acme", frozenset({"board"}), {})
+
+
+def test_to_chunks_acl_error_names_the_document_index() -> None:
+    documents = [("a", "ok", {}), ("b", "ok", {"Allowed-User-Groups": "x"})]
+    with pytest.raises(InputError, match=r"^documents\[1\] metadata key 'Allowed-User-Groups'"):
+        to_chunks(documents)
+
+
+def test_to_chunks_numeric_acl_ids_become_str() -> None:
+    chunk = one({"tenant": 7, "groups": [1, 2]})
+    assert (chunk.tenant, chunk.groups) == ("7", frozenset({"1", "2"}))
 
 
 def test_to_chunks_custom_mapping() -> None:
@@ -134,6 +204,11 @@ def test_metadata_mapping_key_for_two_fields_is_an_error() -> None:
         ValidationError, match="'source' is mapped to both 'document_id' and 'title'"
     ):
         MetadataMapping(title=("source",))
+
+
+def test_metadata_mapping_key_named_twice_for_a_field_is_an_error() -> None:
+    with pytest.raises(ValidationError, match="metadata key 'tenant' is named twice for 'tenant'"):
+        MetadataMapping(tenant=("tenant", "tenant"))
 
 
 def test_metadata_mapping_unknown_field_is_an_error() -> None:
@@ -164,18 +239,15 @@ def test_to_chunks_error_on_metadata_names_metadata() -> None:
         to_chunks([("a", "t", {1: "not a str key"})])  # type: ignore[dict-item]
 
 
-def test_to_chunks_missing_id_is_a_stable_content_hash() -> None:
-    first = one({}, id=None, content="Refunds take 5 days.")
-    again = one({"page": 2}, id=None, content="Refunds take 5 days.")
-    assert first.id == again.id
-    assert first.id.startswith("sha256:")
-    assert one({}, id=None, content="Other text.").id != first.id
+def test_to_chunks_missing_id_is_the_position_in_the_call() -> None:
+    chunks = to_chunks([(None, "same", {}), ("x", "same", {}), (None, "other", {})])
+    assert [c.id for c in chunks] == ["documents[0]", "x", "documents[2]"]
 
 
-def test_to_chunks_identical_texts_without_ids_stay_unique() -> None:
-    chunks = to_chunks([(None, "same", {}), ("x", "same", {}), (None, "same", {})])
-    assert chunks[2].id == f"{chunks[0].id}-2"
-    assert chunks[1].id == "x"
+def test_to_chunks_missing_id_is_not_a_function_of_the_text() -> None:
+    first = to_chunks([(None, "Board minutes: layoffs in May.", {})])[0]
+    second = to_chunks([(None, "Refunds take 5 days.", {})])[0]
+    assert first.id == second.id == "documents[0]"
 
 
 def test_to_chunks_does_not_change_the_metadata_given() -> None:
@@ -204,7 +276,6 @@ _text = st.text(st.characters(codec="utf-8", exclude_characters=">"), min_size=1
     score=st.none() | st.floats(-1, 1),
     tenant=st.none() | _text,
     groups=st.none() | st.frozensets(_text, max_size=3),
-    tokens=st.none() | st.integers(0, 10_000),
     warnings=st.lists(_text, max_size=2),
     effective=st.none() | st.dates(),
 )
@@ -216,7 +287,6 @@ def test_metadata_of_reads_back_to_the_same_chunk(
     score: float | None,
     tenant: str | None,
     groups: frozenset[str] | None,
-    tokens: int | None,
     warnings: list[str],
     effective: date | None,
 ) -> None:
@@ -231,7 +301,6 @@ def test_metadata_of_reads_back_to_the_same_chunk(
         rerank_score=score,
         tenant=tenant,
         groups=groups,
-        tokens=tokens,
         parse_warnings=tuple(warnings),
         effective_date=effective,
         updated_at=datetime(2024, 1, 2, 3, 4, tzinfo=UTC),
@@ -241,5 +310,7 @@ def test_metadata_of_reads_back_to_the_same_chunk(
 
 
 def test_to_chunks_groups_of_another_type_is_an_error_naming_the_key() -> None:
-    with pytest.raises(InputError, match=r"documents\[0\] metadata\['groups'\] \(Chunk.groups\)"):
-        one({"groups": 5})
+    with pytest.raises(
+        InputError, match=r"documents\[0\] metadata key 'groups' \(groups\) holds float 5.0"
+    ):
+        one({"groups": 5.0})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from typing import Any
 
 import pytest
@@ -12,9 +13,8 @@ from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_classic.retrievers.document_compressors import DocumentCompressorPipeline
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.runnables import RunnableLambda
 
-from ctxbudget import Chunk, ContextAssembler, Principal, SourceOptions
+from ctxbudget import Chunk, ContextAssembler, SourceOptions
 from langchain_ctxbudget import (
     ContextBudgetCompressor,
     ContextBudgetRunnable,
@@ -71,14 +71,6 @@ def test_transformer_drops_forbidden_and_duplicate_documents(assembler: ContextA
     assert "globex-1" not in ids
     assert "fraud-1" not in ids
     assert ("refunds-1" in ids) != ("refunds-dup" in ids)
-
-
-def test_transformer_principal_per_call(assembler: ContextAssembler) -> None:
-    transformer = ContextBudgetTransformer(assembler, principal=Principal(tenant="globex"))
-    ids = [d.id for d in transformer.transform_documents(corpus(), principal={"groups": ["risk"]})]
-    assert "fraud-1" in ids
-    assert "globex-1" not in ids
-    assert "globex-1" in [d.id for d in transformer.transform_documents(corpus())]
 
 
 def test_transformer_unknown_keyword_is_an_error(assembler: ContextAssembler) -> None:
@@ -186,16 +178,26 @@ def test_compressor_in_document_compressor_pipeline(assembler: ContextAssembler)
     assert [d.metadata["citation"] for d in documents] == list(range(1, len(documents) + 1))
 
 
-def test_compressor_principal_from_the_chain_config(assembler: ContextAssembler) -> None:
-    chain = RunnableLambda(lambda q: q) | compression_retriever(assembler)
-    config: Any = {"configurable": {"principal": {"groups": ["risk"]}}}
-    assert "fraud-1" in [d.id for d in chain.invoke(QUESTION, config=config)]
-    assert "fraud-1" not in [d.id for d in chain.invoke(QUESTION)]
+def test_compressor_leaves_out_restricted_documents_and_says_what_to_use(
+    assembler: ContextAssembler, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="ctxbudget"):
+        ids = [d.id for d in compression_retriever(assembler).invoke(QUESTION)]
+    assert {"globex-1", "fraud-1"}.isdisjoint(ids)
+    [record] = caplog.records
+    assert record.getMessage().startswith(
+        "ContextBudgetCompressor left out 2 document(s) that only a principal may see"
+    )
+    assert "ContextBudgetRetriever(retriever=..., assembler=...)" in record.getMessage()
 
 
-def test_compressor_principal_at_construction(assembler: ContextAssembler) -> None:
-    retriever = compression_retriever(assembler, principal=Principal(tenant="globex"))
-    assert "globex-1" in [d.id for d in retriever.invoke(QUESTION)]
+def test_compressor_over_public_documents_does_not_warn(
+    assembler: ContextAssembler, caplog: pytest.LogCaptureFixture
+) -> None:
+    public = [d for d in corpus() if not {"tenant", "groups"} & set(d.metadata)]
+    with caplog.at_level(logging.WARNING, logger="ctxbudget"):
+        ContextBudgetCompressor(assembler=assembler).compress_documents(public, QUESTION)
+    assert caplog.records == []
 
 
 async def _custom_events(retriever: ContextualCompressionRetriever) -> list[Any]:

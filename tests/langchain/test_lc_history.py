@@ -38,10 +38,10 @@ def test_trim_history_keeps_everything_that_fits() -> None:
 def test_trim_history_200_turns_keeps_first_human_and_recent_suffix() -> None:
     history = long_history(200)
     kept = trim_history(history, max_tokens=400, tokenizer="gpt-4o")
-    assert kept[0] is history[0]
-    assert kept[1] is history[1]  # the first human turn
+    assert kept[0] == history[0]
+    assert kept[1] == history[1]  # the first human turn
     assert GAP.fullmatch(str(kept[2].content))
-    assert kept[-1] is history[-1]
+    assert kept[-1] == history[-1]
     suffix = kept[3:]
     assert suffix == history[len(history) - len(suffix) :]
 
@@ -123,7 +123,7 @@ def test_trim_history_counts_tool_call_arguments() -> None:
     kept = trim_history(history, max_tokens=100, tokenizer="gpt-4o")
     assert history[1] not in kept
     assert history[2] not in kept
-    assert kept[-1] is history[-1]
+    assert kept[-1] == history[-1]
 
 
 def test_trim_history_chat_message_roles() -> None:
