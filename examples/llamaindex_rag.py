@@ -1,9 +1,10 @@
 """A LlamaIndex query engine whose prompt gets budgeted, numbered, fenced sources. Offline.
 
 Ingest markdown with `TokenCounter` (counts and scans each node once), query through
-`ContextBudgetPostprocessor` (permissions, dedup, budget, numbering, fence) and
-`ContextBudgetPromptHelper` (packs whole sources), and print what reached the model
-and what ctxbudget reported. `MockLLM` and a bag-of-words embedding stand in for your models.
+`ContextBudgetPostprocessor` (permissions, dedup, budget, numbering, each source in a
+fence of its own), a LlamaIndex reorder after it, and `ContextBudgetPromptHelper` (one
+fence per LLM call, numbers unchanged), and print what reached the model and what
+ctxbudget reported. `MockLLM` and a bag-of-words embedding stand in for your models.
 
     python examples/llamaindex_rag.py
 """
@@ -24,6 +25,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.llms import MockLLM
 from llama_index.core.node_parser import MarkdownNodeParser
+from llama_index.core.postprocessor import LongContextReorder
 
 from ctxbudget import Principal, fence_rule, get_tokenizer
 from llamaindex_ctxbudget import (
@@ -95,7 +97,7 @@ class PrintReport(BaseEventHandler):
 
 
 def main() -> None:
-    Settings.tokenizer = get_tokenizer("gpt-4o").encoding.encode  # LlamaIndex's own counts
+    Settings.tokenizer = get_tokenizer("gpt-4o").encode  # LlamaIndex counts offline, as we do
     embed_model = WordEmbedding()
     llm = PrintingLLM(max_tokens=8, system_prompt=fence_rule())  # the fence's matching rule
 
@@ -117,8 +119,9 @@ def main() -> None:
     engine = index.as_query_engine(
         llm=llm,
         similarity_top_k=len(nodes),
-        node_postprocessors=[
-            ContextBudgetPostprocessor(tokenizer="gpt-4o", llm=llm, docstore=index.docstore)
+        node_postprocessors=[  # whatever reorders or filters after ours keeps the fences
+            ContextBudgetPostprocessor(tokenizer="gpt-4o", llm=llm, docstore=index.docstore),
+            LongContextReorder(),
         ],
         response_synthesizer=get_response_synthesizer(
             llm=llm, prompt_helper=ContextBudgetPromptHelper.from_llm(llm, tokenizer="gpt-4o")

@@ -1,11 +1,13 @@
 """LlamaIndex adapter for ctxbudget: budgeted, numbered, fenced context for LlamaIndex engines.
 
-`ContextBudgetPostprocessor` (a node postprocessor for query and chat engines),
-`ContextBudgetPromptHelper` (response synthesizers pack whole, numbered, fenced
-sources), `TokenCounter` (an ingestion step that counts nodes once), `DocstoreLoader`
-(whole-document escalation from an index's docstore). Thin: each converts LlamaIndex
-objects, calls the `ctxbudget` core once, and converts back; decisions are reported
-as LlamaIndex instrumentation events (`SourcesSelectedEvent`, `ContextPackedEvent`).
+`ContextBudgetPostprocessor` (a node postprocessor for query and chat engines: each
+node it returns is one numbered source in a fence of its own), `ContextBudgetPromptHelper`
+(response synthesizers pack whole sources, one fence per LLM call), `TokenCounter` (an
+ingestion step that counts nodes once), `DocstoreLoader` (whole-document escalation from
+an index's docstore). Thin: each converts LlamaIndex objects and takes every rule from
+the `ctxbudget` core (ACLs, which principal, ingest counts, fences, numbers); decisions
+are reported as LlamaIndex instrumentation events (`SourcesSelectedEvent`,
+`ContextPackedEvent`).
 """
 
 from importlib import metadata as _metadata

@@ -2,8 +2,8 @@
 
 Dispatched through ``llama_index.core.instrumentation``, so any event handler added
 to the root dispatcher (``get_dispatcher().add_event_handler(...)``), including
-observability integrations, sees them inside the query's span. Ids only, never text:
-handlers often log what they receive.
+observability integrations, sees them inside the query's span. Ids and numbers only,
+never text: handlers often log what they receive.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class SourcesSelectedEvent(BaseEvent):
     """`ContextBudgetPostprocessor` chose the sources for one query."""
 
     tokens: int
-    """The exact token count of the fenced, numbered sources."""
+    """The exact token count of the sources, each in its own fence, joined by blank lines."""
     budget: int
     """The limit they were selected under."""
     sources: list[str]
@@ -41,17 +41,16 @@ class SourcesSelectedEvent(BaseEvent):
 
 
 class ContextPackedEvent(BaseEvent):
-    """`ContextBudgetPromptHelper` packed sources into the context of one or more LLM calls."""
+    """`ContextBudgetPromptHelper` packed texts into the context of one or more LLM calls."""
 
     space: int
     """Tokens the prompt template, its history and ``num_output`` left for sources."""
-    pieces: list[list[str]]
-    """Per LLM call, the ids of the sources it gets."""
+    pieces: list[list[int]]
+    """Per LLM call, the [n] of the sources it gets, in order."""
+    untrusted: list[int]
+    """Per LLM call, how many texts that are not sources it gets (fenced as data)."""
     tokens: list[int]
-    """Per LLM call, the exact token count of its fenced sources."""
-    dropped: list[Dropped]
-    """Sources left out: oversize (larger than the space alone), over_budget (truncate
-    keeps one call's worth), or dropped before packing (empty, duplicate)."""
+    """Per LLM call, the exact token count of its fenced context."""
 
     @classmethod
     def class_name(cls) -> str:

@@ -8,14 +8,8 @@ from typing import Any
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
-from ctxbudget import Tokenizer, get_tokenizer, scan_for_instructions
-from llamaindex_ctxbudget._convert import (
-    INGEST_KEYS,
-    ORDINAL_KEY,
-    TOKENIZER_KEY,
-    TOKENS_KEY,
-    WARNINGS_KEY,
-)
+from ctxbudget import Tokenizer, get_tokenizer, ingest_metadata, scan_for_instructions
+from llamaindex_ctxbudget._convert import INGEST_KEYS, ORDINAL_KEY, WARNINGS_KEY
 
 __all__ = ["TokenCounter"]
 
@@ -25,14 +19,16 @@ class TokenCounter(TransformComponent):
     the instruction-like text found in it (a parse warning shown in its source header)
     and its position in its source document.
 
-    The keys (``ctxbudget_tokens``, ``ctxbudget_tokenizer``, ``ctxbudget_ordinal``,
-    ``ctxbudget_parse_warnings``) are excluded from LLM and embedding text. The
-    postprocessor trusts the count when its assembler uses the same tokenizer, so a query
-    never tokenizes a node on its own. Put it last, after the node parser and anything
-    that changes node text. Picklable for ``pipeline.run(num_workers=...)`` when the
-    tokenizer is a name (or a picklable `Tokenizer`); ordinals count the nodes of each
-    document within one worker's batch, which holds whole documents when the node parser
-    runs in the same pipeline.
+    The count is stored as the core's ingest writes it (`ctxbudget.ingest_metadata`:
+    ``ctxbudget_tokens`` beside the tokenizer's name and a digest of the text), so a
+    query trusts it only for this very text and tokenizer: a count a document set
+    itself, or one left from before the text changed, is recounted. These keys and
+    ``ctxbudget_ordinal``, ``ctxbudget_parse_warnings`` are excluded from LLM and
+    embedding text. Put it last, after the node parser and anything that changes node
+    text. Picklable for ``pipeline.run(num_workers=...)`` when the tokenizer is a name
+    (or a picklable `Tokenizer`); ordinals count the nodes of each document within one
+    worker's batch, which holds whole documents when the node parser runs in the same
+    pipeline.
 
     >>> steps = [SentenceSplitter(), TokenCounter(tokenizer="gpt-4o")]  # doctest: +SKIP
     >>> IngestionPipeline(transformations=steps).run(documents=docs)  # doctest: +SKIP
@@ -56,8 +52,7 @@ class TokenCounter(TransformComponent):
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             document = node.ref_doc_id or node.node_id
             seen[document] = seen.get(document, -1) + 1
-            node.metadata[TOKENS_KEY] = tokenizer.count(text)
-            node.metadata[TOKENIZER_KEY] = tokenizer.name
+            node.metadata.update(ingest_metadata(text, tokenizer))
             node.metadata[ORDINAL_KEY] = seen[document]
             warnings = scan_for_instructions(text)
             if warnings:

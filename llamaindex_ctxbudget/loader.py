@@ -13,7 +13,8 @@ __all__ = ["DocstoreLoader"]
 class DocstoreLoader:
     """A `ctxbudget.SectionLoader` over an index's docstore: a document is its nodes, in order.
 
-    Each node keeps its own ACL (through `mapping`), so the core sends the document
+    Each node keeps its ACL, read as the postprocessor reads it (`to_chunk`: the node's
+    own and its source document's, through `mapping`), so the core sends the document
     whole only when the principal may see every node of it. A document the docstore
     does not know, or one with a node missing, is not loaded: part of a document must
     never pass for the whole.
@@ -32,7 +33,7 @@ class DocstoreLoader:
         Args:
             mapping: which metadata keys fill which `Chunk` field (ACLs included).
             tokenizer: the name of the tokenizer the assembler counts with (ingest counts
-                from another tokenizer are ignored).
+                from another tokenizer are recounted).
         """
         self.docstore = docstore
         self.mapping = MetadataMapping() if mapping is None else mapping
@@ -50,7 +51,10 @@ class DocstoreLoader:
         nodes = self.docstore.get_nodes(list(info.node_ids), raise_error=False)
         if not nodes or len(nodes) != len(info.node_ids):
             return None
-        chunks = [to_chunk(node, mapping=self.mapping, tokenizer=self.tokenizer) for node in nodes]
+        chunks = [
+            to_chunk(node, mapping=self.mapping, tokenizer=self.tokenizer, docstore=self.docstore)
+            for node in nodes
+        ]
         # The docstore lists nodes as they were added; ordinals, where known, say where they
         # stand (a stable sort: nodes without one keep the docstore's order, after the rest).
         return sorted(chunks, key=lambda c: (c.ordinal is None, c.ordinal or 0))

@@ -12,47 +12,56 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import (
-    NodeRelationship,
-    NodeWithScore,
-    QueryBundle,
-    TextNode,
-)
+from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
 from ctxbudget import (
+    NO_SCOPE,
     Budget,
     ContextAssembler,
+    ContextBudgetError,
+    InputError,
+    NoScope,
     Principal,
     Selection,
     Source,
     SourceOptions,
     Tokenizer,
+    principal_for_call,
 )
-from llamaindex_ctxbudget._blocks import REGISTRY, SEPARATOR, block_of
 from llamaindex_ctxbudget._config import budget_for, build_assembler, num_output_of
 from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
+from llamaindex_ctxbudget._room import default_packing_room
 from llamaindex_ctxbudget.events import SourcesSelectedEvent, dispatcher
 from llamaindex_ctxbudget.loader import DocstoreLoader
 
 __all__ = ["CitedNode", "ContextBudgetPostprocessor", "as_principal"]
 
-_PRINCIPAL: ContextVar[Principal | None] = ContextVar("ctxbudget_principal", default=None)
+_PRINCIPAL: ContextVar[Principal | NoScope | None] = ContextVar(
+    "ctxbudget_principal", default=NO_SCOPE
+)
 
 
 @contextmanager
-def as_principal(principal: Principal) -> Iterator[None]:
-    """Answer the queries run inside this block for `principal`.
+def as_principal(principal: Principal | None) -> Iterator[None]:
+    """Answer the queries run inside this block for `principal`; None is the anonymous
+    caller, who sees only unrestricted sources.
 
     LlamaIndex passes a postprocessor only the nodes and the query, so who is asking
-    travels in a context variable: it follows the call into threads started with
-    ``asyncio.to_thread`` and into awaited coroutines, and never leaks across requests.
-    It takes precedence over the postprocessor's own `principal`.
+    travels in a context variable: it follows the call into awaited coroutines, asyncio
+    tasks and ``asyncio.to_thread``, and never leaks across requests. A thread started
+    otherwise (``loop.run_in_executor``, a ``ThreadPoolExecutor``, ``threading.Thread``)
+    does not see it: there, a postprocessor built with ``principal=`` answers for that
+    principal, and one built without answers for nobody (unrestricted sources only).
 
     >>> with as_principal(Principal(tenant="acme")):  # doctest: +SKIP
     ...     engine.query("How long do refunds take?")
     """
+    if principal is not None and not isinstance(principal, Principal):
+        raise InputError(
+            f"as_principal takes a ctxbudget.Principal or None, but got {type(principal).__name__}"
+        )
     token = _PRINCIPAL.set(principal)
     try:
         yield
@@ -61,7 +70,8 @@ def as_principal(principal: Principal) -> Iterator[None]:
 
 
 class CitedNode(NodeWithScore):
-    """A selected source: ``node.text`` is what the model reads as ``[citation]``.
+    """A selected source: ``node.text`` is what the model reads as ``[citation]``, inside a
+    fence of its own (tag, untrusted-data notice, ``[n]`` header, content).
 
     ``node.metadata`` is the original node's, plus ``citation``, all excluded from LLM
     and embedding text (the ``[n]`` header already shows what matters). `originals`
@@ -82,22 +92,29 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
 
     Drop it into ``index.as_query_engine(node_postprocessors=[...])`` or a chat engine.
     The nodes it returns are new `CitedNode` objects in prompt order (inputs are never
-    changed); their texts joined as LlamaIndex joins them are the core's fenced block:
-    the first opens the fence with its untrusted-data notice, the last closes it. Response
-    modes that make several LLM calls (refine, tree_summarize over several pieces) need
-    `ContextBudgetPromptHelper` to fence each call.
+    changed), each carrying its own fence and number, so whatever reorders or filters
+    them later, every source stays fenced and numbered. `ContextBudgetPromptHelper`
+    merges them into one fence per LLM call.
 
     The budget is the assembler's (or `budget`), else derived from the LLM's context
-    window and ``num_output`` (`llm`, else ``Settings.llm`` at query time). Who is
-    asking: `as_principal` around the query, else `principal`. With `docstore` (e.g.
+    window and ``num_output`` (`llm`, else ``Settings.llm`` at query time); the derived
+    one also leaves the room LlamaIndex's own `PromptHelper` keeps for its padding, its
+    default templates with the query and a refine answer, so that it never has to cut a
+    source. Who is asking: `principal`, for a postprocessor that serves one principal
+    (an `as_principal` block naming anyone else is an error), else the `as_principal`
+    block around the query (none: unrestricted sources only). With `docstore` (e.g.
     ``index.docstore``), a document several of whose nodes were selected (3, by default)
-    is sent whole in their place when it fits and the principal may see all of it.
+    is sent whole in their place when it fits and the principal may see all of it; the
+    docstore also supplies a source document's metadata (its ACL and title) when a
+    node's relationship does not carry it.
 
     >>> ContextBudgetPostprocessor(tokenizer="gpt-4o", docstore=index.docstore)  # doctest: +SKIP
     """
 
     principal: Principal | None = Field(
-        default=None, description="Who is asking, when no as_principal block says."
+        default=None,
+        description="The one principal this postprocessor serves; None: whoever each query's "
+        "as_principal block names.",
     )
     max_tokens: int | None = Field(
         default=None, description="The sources' limit; None: the budget's retrieved allocation."
@@ -111,6 +128,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
     _tokenizer: Tokenizer = PrivateAttr()
     _options: SourceOptions = PrivateAttr()
     _llm: LLM | None = PrivateAttr(default=None)
+    _docstore: BaseDocumentStore | None = PrivateAttr(default=None)
     _by_window: dict[tuple[int, int], ContextAssembler] = PrivateAttr(default_factory=dict)
 
     def __init__(
@@ -133,7 +151,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
                 (and optionally `sources`, `budget`) to build one.
             llm: the LLM whose window sizes the budget when no budget is given.
             docstore: enables whole-document escalation through `DocstoreLoader`
-                (it replaces ``sources.loader``).
+                (it replaces ``sources.loader``) and supplies source documents' metadata.
         """
         fields: dict[str, Any] = {
             "principal": principal,
@@ -154,6 +172,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         if assembler is not None or budget is not None:
             self._fixed = built
         self._llm = llm
+        self._docstore = docstore
 
     @classmethod
     def class_name(cls) -> str:
@@ -162,16 +181,17 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
-        assembler = self._assembler()
+        principal = principal_for_call(self.principal, _PRINCIPAL.get(), where="as_principal")
+        assembler, max_tokens = self._assembler(query_bundle, found=bool(nodes))
         name = assembler.counter.tokenizer.name
         chunks = [
-            to_chunk(n.node, score=n.score, mapping=self.mapping, tokenizer=name) for n in nodes
+            to_chunk(
+                n.node, score=n.score, mapping=self.mapping, tokenizer=name, docstore=self._docstore
+            )
+            for n in nodes
         ]
-        scoped = _PRINCIPAL.get()
         selection = assembler.select_sources(
-            chunks,
-            max_tokens=self.max_tokens,
-            principal=self.principal if scoped is None else scoped,
+            chunks, max_tokens=max_tokens, principal=principal, fence="per_source"
         )
         dispatcher.event(
             SourcesSelectedEvent(
@@ -185,37 +205,56 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         )
         return cited_nodes(selection, nodes)
 
-    def _assembler(self) -> ContextAssembler:
-        """The assembler for this query: the fixed one, else one sized to the LLM's window."""
+    def _assembler(
+        self, query: QueryBundle | None, *, found: bool
+    ) -> tuple[ContextAssembler, int | None]:
+        """The assembler for this query and the sources' limit: the fixed assembler and
+        `max_tokens`, else an assembler sized to the LLM's window and (unless `max_tokens`
+        says otherwise) the least of its retrieved allocation and the room LlamaIndex's own
+        packing leaves for sources. No room at all, while nodes were `found` and retrieval
+        has a floor, is a `ContextBudgetError`."""
         if self._fixed is not None:
-            return self._fixed
-        metadata = (self._llm or Settings.llm).metadata
-        key = (metadata.context_window, num_output_of(metadata))
-        found = self._by_window.get(key)
-        if found is None:
+            return self._fixed, self.max_tokens
+        llm = self._llm or Settings.llm
+        metadata = llm.metadata
+        num_output = num_output_of(metadata)
+        key = (metadata.context_window, num_output)
+        sized = self._by_window.get(key)
+        if sized is None:
             built = ContextAssembler(
                 tokenizer=self._tokenizer, budget=budget_for(metadata), sources=self._options
             )
-            found = self._by_window.setdefault(key, built)
-        return found
+            sized = self._by_window.setdefault(key, built)
+        if self.max_tokens is not None:
+            return sized, self.max_tokens
+        retrieved = sized.budget.allocation("retrieved")
+        cap = (
+            sized.budget.available if retrieved is None or retrieved.max is None else retrieved.max
+        )
+        query_str = "" if query is None else query.query_str
+        room = default_packing_room(llm, num_output, query_str, sized.counter.count)
+        floor = 0 if retrieved is None else retrieved.min
+        if found and room <= 0 and floor > 0:
+            raise ContextBudgetError(
+                "retrieved",
+                floor,
+                max(room, 0),
+                f"the query and LlamaIndex's prompt templates leave no room for sources in "
+                f"the LLM's window of {metadata.context_window:,} tokens (num_output "
+                f"{num_output:,}), and retrieval's min ({floor:,}) says the request needs them; "
+                "shorten the query, or use an LLM with a larger window",
+            )
+        return sized, max(min(cap, room), 0)
 
 
 def cited_nodes(selection: Selection, nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
-    """The selected sources as new nodes in prompt order, their texts registered for
-    `ContextBudgetPromptHelper`: each node's, and all of them joined as LlamaIndex joins
-    them (``"\\n\\n"`` when packing, ``"\\n"`` in simple_summarize)."""
-    block = block_of(selection)
-    if block is None:
-        return []
-    texts = list(block.sources)
-    texts[0] = block.open + texts[0]
-    texts[-1] = texts[-1] + block.close
-    for index, text in enumerate(texts):
-        REGISTRY.add(text, block, [index])
-    REGISTRY.add("\n".join(texts), block)
-    REGISTRY.add(SEPARATOR.join(texts), block)
+    """The selected sources as new nodes in prompt order, each node's text its source in a
+    fence of its own (`Selection.framed_sources`)."""
     given = {n.node.node_id: n for n in nodes}
-    return [_cited(s, text, given) for s, text in zip(selection.sources, texts, strict=True)]
+    return [
+        _cited(source, text, given)
+        for source, text in zip(selection.sources, selection.framed_sources(), strict=True)
+    ]
 
 
 def _cited(source: Source, text: str, given: dict[str, NodeWithScore]) -> CitedNode:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import logging
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -12,37 +9,26 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.constants import DEFAULT_CONTEXT_WINDOW, DEFAULT_NUM_OUTPUTS
 from llama_index.core.indices.prompt_helper import DEFAULT_PADDING, PromptHelper
 from llama_index.core.llms import LLM
-from llama_index.core.llms.structured_llm import StructuredLLM
 from llama_index.core.node_parser import TokenTextSplitter
-from llama_index.core.prompts import (
-    BasePromptTemplate,
-    ChatPromptTemplate,
-    SelectorPromptTemplate,
-)
-from llama_index.core.prompts.prompt_utils import get_empty_prompt_messages, get_empty_prompt_txt
+from llama_index.core.prompts import BasePromptTemplate
 
 from ctxbudget import (
-    Chunk,
     ContextAssembler,
     ContextBudgetError,
-    Dropped,
+    FencedSource,
     SourceOptions,
     TokenCounter,
     Tokenizer,
 )
-from llamaindex_ctxbudget._blocks import REGISTRY, SEPARATOR, Piece, block_of, split
 from llamaindex_ctxbudget._config import build_assembler, num_output_of
+from llamaindex_ctxbudget._packing import SEPARATOR, Packed, Unit, pack, read
+from llamaindex_ctxbudget._room import template_tokens
 from llamaindex_ctxbudget.events import ContextPackedEvent, dispatcher
 
 if TYPE_CHECKING:
     from llama_index.core.tools import BaseTool
 
 __all__ = ["ContextBudgetPromptHelper"]
-
-logger = logging.getLogger("llamaindex_ctxbudget")
-
-_MESSAGE_OVERHEAD = 3
-"""Tokens a chat message costs beyond its role and content (LlamaIndex's and OpenAI's estimate)."""
 
 
 class _TokenList:
@@ -79,22 +65,25 @@ class _SourceSplitter(TokenTextSplitter):
         self._space = space
 
     def _split_text(self, text: str, chunk_size: int) -> list[str]:
-        return self._helper._repack_into([text], self._space)
+        return [*self._helper._pack([text], self._space)] or [""]
 
 
 class ContextBudgetPromptHelper(PromptHelper):
     """A `PromptHelper` whose packing keeps sources whole, numbered and fenced.
 
     `repack`, `truncate` and `get_text_splitter_given_prompt` never cut inside a
-    source and add no overlap: each LLM call gets whole sources, their ``[n]`` numbers
-    unchanged, inside one untrusted-data fence. Sources from
-    `ContextBudgetPostprocessor` keep the numbers it gave them; other texts are
-    numbered here, once, in order. The space is what the prompt template (its chat
-    history and the LLM's system prompt and tools included) leaves of
-    ``context_window`` after ``num_output``. A source larger than that is dropped and
-    reported (``ContextPackedEvent``, and a warning); when even the template does not
-    fit, `ContextBudgetError` says so, where LlamaIndex's own helper raised
-    "Calculated available context size -N was not non-negative".
+    source and add no overlap: each LLM call gets whole sources inside one
+    untrusted-data fence, each with the ``[n]`` the postprocessor gave it, in the order
+    they came (whatever a later postprocessor did to it). A text that is not a source
+    from `ContextBudgetPostprocessor` (tree_summarize's summaries, a node another
+    postprocessor added, anything that fails the core's check) is fenced as untrusted
+    data and never numbered. Nothing is dropped: a source larger than a call's space,
+    or (`truncate`, simple_summarize) sources that need more than one call, raise
+    `ContextBudgetError` saying what to change. The space is what the prompt template
+    (its chat history and the LLM's system prompt and tools included) leaves of
+    ``context_window`` after ``num_output``; when the template alone does not fit,
+    `ContextBudgetError` says so, where LlamaIndex's own helper raised "Calculated
+    available context size -N was not non-negative".
 
     Use it as ``Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(llm, ...)``
     or ``get_response_synthesizer(prompt_helper=...)``.
@@ -114,8 +103,8 @@ class ContextBudgetPromptHelper(PromptHelper):
     ) -> None:
         """
         Args:
-            assembler: the tokenizer and source options (its budget is not used: the
-                space is the LLM's window); or pass `tokenizer` (and `sources`).
+            assembler: the tokenizer (its budget is not used: the space is the LLM's
+                window); or pass `tokenizer`.
             chunk_size_limit: an upper limit on the tokens of sources per LLM call.
         """
         built = build_assembler(assembler, tokenizer=tokenizer, sources=sources)
@@ -163,9 +152,13 @@ class ContextBudgetPromptHelper(PromptHelper):
     ) -> list[str]:
         """`text_chunks` as few fenced contexts as fit, each with whole sources in order.
 
-        Returns ``[""]`` when no source fits: callers index the first piece.
+        Returns ``[""]`` for no text, as LlamaIndex's helper does (callers index the
+        first context).
         """
-        return self._repack_into(text_chunks, self._space(prompt, 1, padding, llm, tools))
+        contexts: list[str] = [
+            *self._pack(text_chunks, self._space(prompt, 1, padding, llm, tools))
+        ]
+        return contexts or [""]
 
     def truncate(
         self,
@@ -175,16 +168,22 @@ class ContextBudgetPromptHelper(PromptHelper):
         llm: LLM | None = None,
         tools: list[BaseTool] | None = None,
     ) -> list[str]:
-        """One fenced context: the sources that fit one call, in order; the rest dropped."""
+        """One fenced context holding all of `text_chunks`; `ContextBudgetError` when they
+        need more than one call, since truncating would drop sources unseen."""
         space = self._space(prompt, 1, padding, llm, tools)
-        pieces, dropped = self._pack(text_chunks, space)
-        dropped += [
-            Dropped(claimant="retrieved", kind="chunk", id=i, reason="over_budget")
-            for piece in pieces[1:]
-            for i in piece.block.ids
-        ]
-        self._report(space, pieces[:1], dropped)
-        return _Context(REGISTRY.add(p.block.text, p.block) for p in pieces[:1])
+        contexts = self._pack(text_chunks, space)
+        if len(contexts) > 1:
+            held = sum(len(c.numbers) for c in contexts)
+            raise ContextBudgetError(
+                "retrieved",
+                sum(self._assembler.counter.count(c) for c in contexts),
+                space,
+                f"{held:,} source(s) need {len(contexts):,} LLM calls of {space:,} tokens, and "
+                "this response mode (simple_summarize) sends one; lower the postprocessor's "
+                "max_tokens, or use a response mode that makes several calls (compact, "
+                "refine, tree_summarize)",
+            )
+        return _Context(contexts)
 
     def get_text_splitter_given_prompt(
         self,
@@ -198,48 +197,22 @@ class ContextBudgetPromptHelper(PromptHelper):
         space = self._space(prompt, num_chunks, padding, llm, tools)
         return _SourceSplitter(self, space, _TokenList(self._assembler.counter))
 
-    def _repack_into(self, texts: Sequence[str], space: int) -> list[str]:
-        pieces, dropped = self._pack(texts, space)
-        self._report(space, pieces, dropped)
-        return [REGISTRY.add(p.block.text, p.block) for p in pieces] or [""]
-
-    def _pack(self, texts: Sequence[str], space: int) -> tuple[list[Piece], list[Dropped]]:
-        """Whole sources of `texts` in pieces of at most `space` tokens, and what was left out.
-
-        Texts this adapter produced keep their sources and numbers; any other text is one
-        source, numbered here through the core's pipeline (which drops empty texts and
-        duplicates, and never cuts one).
-        """
-        block = REGISTRY.resolve(texts)
-        dropped: list[Dropped] = []
-        if block is None:
-            chunks = [Chunk(id=f"text-{i}", content=text) for i, text in enumerate(texts)]
-            selection = self._assembler.select_sources(chunks, max_tokens=sys.maxsize, min_tokens=0)
-            block, dropped = block_of(selection), list(selection.dropped)
-        if block is None:
-            return [], dropped
-        pieces, oversize = split(block, space, self._assembler.counter.count)
-        return pieces, dropped + oversize
-
-    def _report(self, space: int, pieces: list[Piece], dropped: list[Dropped]) -> None:
+    def _pack(self, texts: Sequence[str], space: int) -> list[Packed]:
+        """`texts` packed into contexts of at most `space` tokens, and reported."""
+        units = read(texts)
+        packed = pack(units, space, self._assembler.counter.count, self._unfit(space))
         dispatcher.event(
             ContextPackedEvent(
                 space=space,
-                pieces=[list(p.block.ids) for p in pieces],
-                tokens=[p.tokens for p in pieces],
-                dropped=dropped,
+                pieces=[context.numbers for context, _ in packed],
+                untrusted=[context.untrusted for context, _ in packed],
+                tokens=[tokens for _, tokens in packed],
             )
         )
-        unfit = [d.id for d in dropped if d.reason in ("oversize", "over_budget")]
-        if unfit:
-            logger.warning(
-                "%d source(s) did not fit the %d tokens the prompt template left for sources "
-                "and were dropped whole: %s",
-                len(unfit),
-                space,
-                ", ".join(unfit),
-                extra={"ctxbudget": {"space": space, "dropped": unfit}},
-            )
+        return [context for context, _ in packed]
+
+    def _unfit(self, space: int) -> _Unfit:
+        return _Unfit(space, self.context_window, self.num_output)
 
     def _space(
         self,
@@ -255,7 +228,12 @@ class ContextBudgetPromptHelper(PromptHelper):
         answer a later refine prompt quotes) is kept while it leaves at least half the
         room: refine repacks with the real answer anyway, so it is a hint, not a need.
         """
-        template = self._template_tokens(prompt, llm, tools)
+        template = template_tokens(
+            prompt,
+            llm,
+            self._get_tools_from_llm(llm=llm, tools=tools),
+            self._assembler.counter.count,
+        )
         room = self.context_window - self.num_output - template
         if room <= 0:
             raise ContextBudgetError(
@@ -273,23 +251,28 @@ class ContextBudgetPromptHelper(PromptHelper):
             space = min(space, self.chunk_size_limit)
         return space
 
-    def _template_tokens(
-        self, prompt: BasePromptTemplate, llm: LLM | None, tools: list[BaseTool] | None
-    ) -> int:
-        """What the prompt costs without its sources: template text or messages, the tools
-        a structured LLM adds, and the LLM's own system prompt."""
-        count = self._assembler.counter.count
-        if isinstance(prompt, SelectorPromptTemplate):
-            prompt = prompt.select(llm=llm)
-        if isinstance(prompt, ChatPromptTemplate):
-            tokens = sum(
-                count(m.role.value) + count(m.content or "") + _MESSAGE_OVERHEAD
-                for m in get_empty_prompt_messages(prompt)
-            )
-        else:
-            tokens = count(get_empty_prompt_txt(prompt))
-        for tool in self._get_tools_from_llm(llm=llm, tools=tools):
-            tokens += count(json.dumps(tool.metadata.to_openai_tool()))
-        if isinstance(llm, StructuredLLM):
-            llm = llm.llm  # a structured LLM has no system prompt of its own
-        return tokens + count((llm.system_prompt or "") if llm is not None else "")
+
+class _Unfit:
+    """The error for a text that does not fit an LLM call even alone."""
+
+    def __init__(self, space: int, window: int, num_output: int) -> None:
+        self._space, self._window, self._num_output = space, window, num_output
+
+    def __call__(self, unit: Unit, tokens: int) -> ContextBudgetError:
+        what = (
+            f"source [{unit.n}]"
+            if isinstance(unit, FencedSource)
+            else "a text that is not a ctxbudget source (a summary, or a node another "
+            "postprocessor added)"
+        )
+        return ContextBudgetError(
+            "retrieved",
+            tokens,
+            self._space,
+            f"{what} needs {tokens:,} tokens in its fence, more than the {self._space:,} an "
+            f"LLM call has for sources (context window {self._window:,}, less num_output "
+            f"{self._num_output:,} and the prompt template, its chat history and system "
+            "prompt included); lower the postprocessor's max_tokens or split documents into "
+            "smaller nodes, shorten the chat history (e.g. the chat engine's memory "
+            "token_limit), or use an LLM with a larger context window",
+        )

@@ -6,7 +6,9 @@ with LlamaIndex's global Settings pointed at offline stand-ins, restored afterwa
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,3 +74,23 @@ def offline_settings(o200k: TiktokenTokenizer) -> Iterator[RecordingLLM]:
     yield llm
     Settings._llm, Settings._embed_model, Settings._prompt_helper = saved[:3]
     llama_index.core.global_tokenizer = saved[3]
+
+
+@pytest.fixture(autouse=True)
+def no_event_loop_left_open() -> Iterator[None]:
+    """Close the event loop a test leaves behind in this thread.
+
+    LlamaIndex's sync paths run coroutines on ``asyncio.get_event_loop()``, which makes a
+    loop for the main thread and leaves it open; a later ``asyncio.run`` drops it unclosed,
+    and whichever test the garbage collector next runs in fails on its ResourceWarning.
+    """
+    yield
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            loop = asyncio.get_event_loop()
+    except RuntimeError:
+        return  # no loop in this thread
+    if not loop.is_running():
+        loop.close()
+        asyncio.set_event_loop(None)

@@ -1,51 +1,73 @@
-"""Test support for the LlamaIndex adapter: an LLM that records its prompts, prompt readers."""
+"""Test support for the LlamaIndex adapter: an LLM that records its prompts, and readers of
+what a prompt shows, written independently of the library (tag strings and a regex)."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.llms import MockLLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 FENCE_OPEN = "<retrieved_documents>"
 FENCE_CLOSE = "</retrieved_documents>"
 _HEADER = re.compile(r"^\[(\d+)\]", re.MULTILINE)
+_NUMBER = re.compile(r"\[(\d+)\] ")
+"""A source header's number wherever a prompt shows it, also inside a Python list's repr
+(LlamaIndex's own simple_summarize formats a list into its prompt)."""
 
 
 class RecordingLLM(MockLLM):
     """`MockLLM` that keeps every prompt it is sent; its window and reserve are settable.
 
-    With ``max_tokens`` it answers that many words ("text text ..."), else it echoes.
+    With ``max_tokens`` it answers that many words ("text text ..."), else it echoes;
+    `answer`, when set, is what it answers instead.
     """
 
     prompts: list[str] = Field(default_factory=list)
     window: int = 3_900
     reserve: int | None = None
+    answer: str | None = None
+    chat_model: bool = False
+    """Say it is a chat model: LlamaIndex then picks its chat templates, and the messages
+    reach `complete` as one prompt (``system: ...``, ``user: ...``)."""
 
     @property
     def metadata(self) -> LLMMetadata:
         reserve = self.reserve if self.reserve is not None else (self.max_tokens or -1)
-        return LLMMetadata(context_window=self.window, num_output=reserve)
+        return LLMMetadata(
+            context_window=self.window, num_output=reserve, is_chat_model=self.chat_model
+        )
 
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
         self.prompts.append(prompt)
+        if self.answer is not None:
+            return CompletionResponse(text=self.answer)
         response: CompletionResponse = super().complete(prompt, formatted=formatted, **kwargs)
         return response
 
 
 def recording_llm(
-    max_tokens: int | None = 5, *, window: int = 3_900, reserve: int | None = None
+    max_tokens: int | None = 5,
+    *,
+    window: int = 3_900,
+    reserve: int | None = None,
+    chat_model: bool = False,
 ) -> RecordingLLM:
     llm = RecordingLLM(max_tokens=max_tokens)
     llm.window = window
     llm.reserve = reserve
+    llm.chat_model = chat_model
     return llm
 
 
 def numbers(prompt: str) -> list[int]:
-    """The [n] source numbers a prompt shows, in order."""
+    """The [n] source numbers a prompt shows at line starts, in order."""
     return [int(n) for n in _HEADER.findall(prompt)]
 
 
@@ -56,3 +78,87 @@ def fenced(prompt: str) -> str:
     start, end = prompt.index(FENCE_OPEN), prompt.index(FENCE_CLOSE)
     assert start < end
     return prompt[start : end + len(FENCE_CLOSE)]
+
+
+def fence_spans(prompt: str) -> list[tuple[int, int]]:
+    """Where each fence of `prompt` stands, tags included; fails on a closing tag outside a
+    fence, a fence left open, or one opened inside another."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    while True:
+        start = prompt.find(FENCE_OPEN, position)
+        stray = prompt.find(FENCE_CLOSE, position)
+        if start < 0:
+            assert stray < 0, f"a closing tag outside any fence at {stray}"
+            return spans
+        assert stray < 0 or stray > start, f"a closing tag outside any fence at {stray}"
+        end = prompt.find(FENCE_CLOSE, start)
+        assert end >= 0, f"the fence opened at {start} is never closed"
+        inner = prompt.find(FENCE_OPEN, start + len(FENCE_OPEN))
+        assert inner < 0 or inner > end, f"a fence opens at {inner} inside the one at {start}"
+        spans.append((start, end + len(FENCE_CLOSE)))
+        position = end + len(FENCE_CLOSE)
+
+
+def check_prompt(
+    prompt: str,
+    markers: Mapping[str, int],
+    *,
+    forbidden: Sequence[str] = (),
+    limit: int,
+    count: Callable[[str], int],
+) -> set[int]:
+    """Assert what one LLM call received, and return the numbers of the sources it showed.
+
+    `markers` maps a word found only in one source to that source's number: wherever the
+    word appears, it is inside a fence, and the header nearest before it in that fence has
+    the source's number. No header number repeats; no `forbidden` text appears; the
+    prompt is at most `limit` tokens by `count` (an independent tokenizer).
+    """
+    assert count(prompt) <= limit, f"{count(prompt)} tokens > {limit}"
+    for text in forbidden:
+        assert text not in prompt
+    spans = fence_spans(prompt)
+    shown = [int(n) for n in _NUMBER.findall(prompt)]
+    repeated = [n for n, times in Counter(shown).items() if times > 1]
+    assert not repeated, f"numbers {repeated} repeat in one call"
+    seen: set[int] = set()
+    for marker, number in markers.items():
+        for found in re.finditer(re.escape(marker), prompt):
+            inside = [(s, e) for s, e in spans if s < found.start() < e]
+            assert inside, f"{marker!r} of [{number}] is outside every fence"
+            start, _ = inside[0]
+            headers = _NUMBER.findall(prompt, start, found.start())
+            assert headers, f"{marker!r} of [{number}] has no header before it in its fence"
+            assert int(headers[-1]) == number, (
+                f"{marker!r} shown as [{headers[-1]}], not [{number}]"
+            )
+            seen.add(number)
+    return seen
+
+
+class ListPostprocessor(BaseNodePostprocessor):
+    """A later postprocessor that only reorders or filters: reverse, drop_first, drop_last,
+    keep_one, or top_n (a reranker's shape: new scores, best first, the first `top_n`)."""
+
+    operation: str
+    top_n: int = 2
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "ListPostprocessor"
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if self.operation == "reverse":
+            return nodes[::-1]
+        if self.operation == "drop_first":
+            return nodes[1:]
+        if self.operation == "drop_last":
+            return nodes[:-1]
+        if self.operation == "keep_one":
+            return nodes[1:2] or nodes[:1]
+        assert self.operation == "top_n", self.operation
+        rescored = [NodeWithScore(node=n.node, score=float(i)) for i, n in enumerate(nodes)]
+        return sorted(rescored, key=lambda n: -(n.score or 0))[: self.top_n]

@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
 import pytest
-from llama_index.core import Document
-from llama_index.core.node_parser import MarkdownNodeParser
-from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from hypothesis import event, given
+from hypothesis import strategies as st
+from llama_index.core import Document, get_response_synthesizer
+from llama_index.core.node_parser import (
+    HierarchicalNodeParser,
+    MarkdownNodeParser,
+    SentenceSplitter,
+    SentenceWindowNodeParser,
+    TokenTextSplitter,
+)
+from llama_index.core.schema import NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
+from llama_index.core.storage.docstore import SimpleDocumentStore
 from pydantic import ValidationError
 
-from ctxbudget import InputError
-from llamaindex_ctxbudget import MetadataMapping, to_chunk
+from ctxbudget import InputError, Principal, get_tokenizer, ingest_metadata
+from llamaindex_ctxbudget import (
+    ContextBudgetPostprocessor,
+    ContextBudgetPromptHelper,
+    MetadataMapping,
+    as_principal,
+    to_chunk,
+)
+from tests.llamaindex.li_support import recording_llm
 
 
 def node(text: str = "Refunds take 14 days.", **fields: Any) -> TextNode:
@@ -85,20 +102,43 @@ def test_to_chunk_ordinal_falls_back_to_start_char_idx() -> None:
     assert to_chunk(node(start_char_idx=500)).ordinal == 500
 
 
-def test_to_chunk_trusts_ingest_tokens_from_the_same_tokenizer() -> None:
-    metadata = {"ctxbudget_tokens": 6, "ctxbudget_tokenizer": "o200k_base"}
-    assert to_chunk(node(metadata=metadata), tokenizer="o200k_base").tokens == 6
+def ingested(text: str, tokenizer: str = "o200k_base") -> dict[str, object]:
+    return ingest_metadata(text, get_tokenizer(tokenizer))
 
 
-def test_to_chunk_ignores_ingest_tokens_from_another_tokenizer() -> None:
-    metadata = {"ctxbudget_tokens": 6, "ctxbudget_tokenizer": "cl100k_base"}
+def test_to_chunk_trusts_ingest_counts_written_for_this_text_and_tokenizer() -> None:
+    metadata = ingested("Refunds take 14 days.")
+    chunk = to_chunk(node(metadata=metadata), tokenizer="o200k_base")
+    assert chunk.tokens == get_tokenizer("o200k_base").count("Refunds take 14 days.")
+
+
+def test_to_chunk_recounts_a_count_from_another_tokenizer() -> None:
+    metadata = ingested("Refunds take 14 days.", "cl100k_base")
     assert to_chunk(node(metadata=metadata), tokenizer="o200k_base").tokens is None
+
+
+def test_to_chunk_recounts_a_count_without_its_digest() -> None:
+    # What a document could set itself (a document's metadata is copied onto its nodes).
+    metadata = {"ctxbudget_tokens": 1, "ctxbudget_tokenizer": "o200k_base"}
+    assert to_chunk(node(metadata=metadata), tokenizer="o200k_base").tokens is None
+
+
+def test_to_chunk_recounts_a_count_made_before_the_text_changed() -> None:
+    metadata = ingested("Refunds take 14 days.")
+    changed = node(text="Refunds take 14 days, or 30 days for orders shipped abroad.")
+    changed.metadata.update(metadata)
+    assert to_chunk(changed, tokenizer="o200k_base").tokens is None
+
+
+def test_to_chunk_recounts_a_generic_tokens_key() -> None:
+    chunk = to_chunk(node(metadata={"tokens": 1}), tokenizer="o200k_base")
+    assert chunk.tokens is None
+    assert chunk.metadata == {"tokens": 1}
 
 
 def test_to_chunk_ingest_keys_do_not_reach_chunk_metadata() -> None:
     metadata = {
-        "ctxbudget_tokens": 6,
-        "ctxbudget_tokenizer": "o200k_base",
+        **ingested("Refunds take 14 days."),
         "ctxbudget_ordinal": 0,
         "ctxbudget_parse_warnings": "asks to ignore earlier instructions",
         "file_name": "a.md",
@@ -131,14 +171,107 @@ def test_to_chunk_maps_custom_acl_keys() -> None:
 
 
 def test_to_chunk_unmapped_acl_key_is_an_error_naming_the_node() -> None:
-    with pytest.raises(InputError, match=r"node 'n1': metadata key 'tenant_id' looks like"):
+    with pytest.raises(InputError, match=r"node 'n1' metadata: metadata key 'tenant_id' looks"):
         to_chunk(node(metadata={"tenant_id": "acme"}))
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"groups": ["staff"], "tenant_id": "globex"},
+        {"tenant": "acme", "allowed_groups": ["board"]},
+        {"tenant": "acme", "tenant_id": "globex"},
+    ],
+)
+def test_to_chunk_unmapped_acl_key_beside_a_mapped_one_is_an_error(
+    metadata: dict[str, object],
+) -> None:
+    with pytest.raises(InputError, match=r"looks like an access rule .* not mapped"):
+        to_chunk(node(metadata=metadata))
+
+
+def test_to_chunk_unmapped_acl_key_beside_mapped_ones_is_enforced_once_mapped() -> None:
+    mapping = MetadataMapping(tenant=("tenant", "tenant_id"))
+    with pytest.raises(InputError, match=r"mapped to tenant disagree"):
+        to_chunk(node(metadata={"tenant": "acme", "tenant_id": "globex"}), mapping=mapping)
 
 
 def test_to_chunk_disagreeing_acl_keys_are_an_error() -> None:
     mapping = MetadataMapping(tenant=("tenant", "org"))
-    with pytest.raises(InputError, match=r"'tenant', 'org' all set tenant but disagree"):
+    with pytest.raises(InputError, match=r"node 'n1' metadata: metadata keys mapped to tenant"):
         to_chunk(node(metadata={"tenant": "acme", "org": "other"}), mapping=mapping)
+
+
+def test_to_chunk_source_document_acl_applies_to_the_node() -> None:
+    chunk = to_chunk(with_source({"tenant": "globex", "groups": "board"}))
+    assert (chunk.tenant, chunk.groups) == ("globex", frozenset({"board"}))
+
+
+def test_to_chunk_node_and_source_document_acl_that_agree_are_one_acl() -> None:
+    chunk = to_chunk(with_source({"tenant": ["acme"]}, metadata={"tenant": "acme"}))
+    assert chunk.tenant == "acme"
+
+
+def test_to_chunk_node_acl_narrows_a_document_without_one() -> None:
+    chunk = to_chunk(with_source({"tenant": "acme"}, metadata={"groups": ["hr"]}))
+    assert (chunk.tenant, chunk.groups) == ("acme", frozenset({"hr"}))
+
+
+def test_to_chunk_node_and_source_document_acl_that_disagree_are_an_error() -> None:
+    with pytest.raises(
+        InputError, match=r"node 'n1' sets tenant 'acme', but its source document 'doc-1' sets"
+    ):
+        to_chunk(with_source({"tenant": "globex"}, metadata={"tenant": "acme"}))
+
+
+def test_to_chunk_unmapped_acl_key_in_the_source_document_is_an_error() -> None:
+    with pytest.raises(InputError, match=r"node 'n1' source document 'doc-1' metadata: .*'org'"):
+        to_chunk(with_source({"org": "globex"}))
+
+
+def test_to_chunk_source_document_from_the_docstore_when_the_relationship_lacks_it() -> None:
+    store = SimpleDocumentStore()
+    store.add_documents([Document(text="x", doc_id="doc-1", metadata={"tenant": "globex"})])
+    assert to_chunk(with_source(), docstore=store).tenant == "globex"
+    assert to_chunk(with_source()).tenant is None
+
+
+def test_to_chunk_source_document_metadata_of_every_node_parser() -> None:
+    document = Document(text="# A\n\nHello world. " * 40, doc_id="d", metadata={"tenant": "t"})
+    parsers = [
+        SentenceSplitter(include_metadata=False, chunk_size=64, chunk_overlap=0),
+        TokenTextSplitter(include_metadata=False, chunk_size=64, chunk_overlap=0),
+        MarkdownNodeParser(include_metadata=False),
+        SentenceWindowNodeParser(include_metadata=False),
+        HierarchicalNodeParser.from_defaults(chunk_sizes=[128, 64], include_metadata=False),
+    ]
+    for parser in parsers:
+        for parsed in parser.get_nodes_from_documents([document]):
+            assert to_chunk(parsed).tenant == "t", type(parser).__name__
+
+
+def test_to_chunk_groups_int_ids_are_names() -> None:
+    assert to_chunk(node(metadata={"groups": [7, "hr"]})).groups == frozenset({"7", "hr"})
+
+
+def test_to_chunk_deeply_nested_metadata_is_an_error_naming_the_node() -> None:
+    deep: list[object] = []
+    level = deep
+    for _ in range(100):
+        level.append([])
+        level = level[0]  # type: ignore[assignment]
+    with pytest.raises(InputError, match=r"node 'n1' metadata nests more than 64 levels"):
+        to_chunk(node(metadata={"d": deep}))
+
+
+def test_to_chunk_deeply_nested_source_document_metadata_is_an_error() -> None:
+    deep: dict[str, object] = {}
+    level = deep
+    for _ in range(100):
+        level["k"] = {}
+        level = level["k"]  # type: ignore[assignment]
+    with pytest.raises(InputError, match=r"node 'n1' SOURCE relationship metadata nests"):
+        to_chunk(with_source({"d": deep}))
 
 
 def test_to_chunk_bad_value_names_the_metadata_key() -> None:
@@ -167,7 +300,216 @@ def test_metadata_mapping_one_key_one_field() -> None:
         MetadataMapping(tenant=("title",))
 
 
-@pytest.mark.parametrize(("key", "value"), [("groups", 5), ("header_path", 5)])
+@pytest.mark.parametrize(("key", "value"), [("groups", 1.5), ("header_path", 5)])
 def test_to_chunk_value_of_the_wrong_shape_names_the_key(key: str, value: object) -> None:
-    with pytest.raises(InputError, match=rf"node 'n1' metadata\['{key}'\]"):
+    with pytest.raises(InputError, match=rf"node 'n1' metadata.*'{key}'"):
         to_chunk(node(metadata={key: value}))
+
+
+# --- property: forbidden text never reaches the LLM, whatever shape the ACL metadata has ------
+#
+# The oracle below is written from the README's rule, not from the library: which keys look
+# like access rules (the name grammar, spelt here by construction), how values are read,
+# when an error is justified, and what a principal may see.
+
+_NOUNS: list[tuple[str, tuple[str, ...]]] = [
+    ("tenant", ("tenant",)),
+    ("tenant", ("org",)),
+    ("tenant", ("organization",)),
+    ("tenant", ("organisation",)),
+    *(
+        ("groups", words)
+        for words in [
+            ("group",),
+            ("user", "group"),
+            ("security", "group"),
+            ("role",),
+            ("acl",),
+            ("permission",),
+            ("reader",),
+            ("access", "control"),
+            ("access", "level"),
+            ("visibility",),
+            ("access",),
+            ("audience",),
+        ]
+    ),
+]
+_QUALIFIERS = ["allowed", "authorized", "authorised", "permitted"]
+_PLAIN_KEYS = ["owner", "author", "users", "source", "category", "page_label"]
+_NAMES = ["acme", "globex", "staff", "board"]
+
+
+@st.composite
+def acl_keys(draw: st.DrawFn) -> tuple[str, str]:
+    """A key that names an access rule, in a random spelling, and the field it names."""
+    field, noun = draw(
+        st.sampled_from([*_NOUNS, ("groups", ("user",))])  # "user" only after a qualifier
+    )
+    qualifier = draw(st.sampled_from(_QUALIFIERS if noun == ("user",) else ["", *_QUALIFIERS]))
+    words = [w for w in (qualifier, *noun) if w]
+    suffix = draw(st.sampled_from(["", "s", "id", "ids"]))
+    if suffix == "s":
+        words[-1] += "s"
+    elif suffix:
+        words.append(suffix)
+    cased = [draw(st.sampled_from([w, w.upper(), w.title()])) for w in words]
+    return draw(st.sampled_from(["", "_", "-", ".", " "])).join(cased), field
+
+
+_VALUES = st.one_of(
+    st.sampled_from(_NAMES),
+    st.integers(1, 2),
+    st.none(),
+    st.sampled_from(["", True, 1.5]),
+    st.lists(st.one_of(st.sampled_from(_NAMES), st.integers(1, 2), st.none()), max_size=2),
+)
+
+
+def _name(value: object) -> str | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    return value if isinstance(value, str) and value else None
+
+
+class _RefusedError(Exception):
+    """The oracle's verdict: this metadata cannot be enforced as written."""
+
+
+def _field_value(metadata: dict[str, object], keys: list[str], field: str) -> object:
+    values = []
+    for key in keys:
+        value = metadata.get(key)
+        if value is None:
+            continue
+        items = value if isinstance(value, list) else [value]
+        names = [_name(item) for item in items]
+        if None in names or (field == "tenant" and len(names) != 1):
+            raise _RefusedError
+        values.append(names[0] if field == "tenant" else frozenset(names))
+    if any(v != values[0] for v in values[1:]):
+        raise _RefusedError
+    return values[0] if values else None
+
+
+def expected_acl(
+    metadata: dict[str, object], acl: dict[str, str], tenant: list[str], groups: list[str]
+) -> tuple[object, object]:
+    for key, value in metadata.items():
+        if key in acl and value is not None and key not in tenant and key not in groups:
+            raise _RefusedError
+    return _field_value(metadata, tenant, "tenant"), _field_value(metadata, groups, "groups")
+
+
+def may_see(principal: Principal | None, tenant: object, groups: object) -> bool:
+    if tenant is not None and (principal is None or principal.tenant != tenant):
+        return False
+    if groups is None:
+        return True
+    return principal is not None and bool(principal.groups & groups)  # type: ignore[operator]
+
+
+@st.composite
+def metadata_shapes(draw: st.DrawFn) -> tuple[dict[str, object], dict[str, str]]:
+    """Metadata with ACL-looking and plain keys, and which keys look like which field."""
+    acl = dict(draw(st.lists(acl_keys(), max_size=3)))
+    plain = draw(st.lists(st.sampled_from(_PLAIN_KEYS), max_size=2, unique=True))
+    metadata: dict[str, object] = {key: draw(_VALUES) for key in acl}
+    metadata.update({key: draw(st.sampled_from(_NAMES)) for key in plain if key not in acl})
+    return metadata, acl
+
+
+PRINCIPALS = st.one_of(
+    st.none(),
+    st.builds(
+        Principal,
+        tenant=st.sampled_from([None, "acme", "globex", "1"]),
+        groups=st.frozensets(st.sampled_from(["staff", "board", "1"]), max_size=2),
+    ),
+)
+
+
+@given(
+    node_shape=metadata_shapes(),
+    document_shape=metadata_shapes(),
+    placement=st.sampled_from(["node", "document", "both", "copied"]),
+    mapped=st.data(),
+    principal=PRINCIPALS,
+    per_query=st.booleans(),
+)
+def test_forbidden_text_never_reaches_the_llm_for_any_metadata_shape(
+    node_shape: tuple[dict[str, object], dict[str, str]],
+    document_shape: tuple[dict[str, object], dict[str, str]],
+    placement: str,
+    mapped: st.DataObject,
+    principal: Principal | None,
+    per_query: bool,
+) -> None:
+    node_metadata, node_acl = node_shape
+    document_metadata, document_acl = document_shape
+    if placement == "node":
+        document_metadata, document_acl = {}, {}
+    elif placement == "document":
+        node_metadata, node_acl = {}, {}
+    elif placement == "copied":  # SentenceSplitter(include_metadata=True): the same keys
+        node_metadata, node_acl = dict(document_metadata), dict(document_acl)
+    keys = sorted({*node_metadata, *document_metadata, "tenant", "groups"})
+    tenant = mapped.draw(st.lists(st.sampled_from(keys), max_size=2, unique=True))
+    groups = mapped.draw(
+        st.lists(
+            st.sampled_from([k for k in keys if k not in tenant] or ["groups"]),
+            max_size=2,
+            unique=True,
+        )
+    )
+    groups = [k for k in groups if k not in tenant]
+    try:
+        own = expected_acl(node_metadata, node_acl, tenant, groups)
+        inherited = expected_acl(document_metadata, document_acl, tenant, groups)
+        for mine, theirs in zip(own, inherited, strict=True):
+            if mine is not None and theirs is not None and mine != theirs:
+                raise _RefusedError
+        verdict: bool | None = may_see(
+            principal,
+            own[0] if own[0] is not None else inherited[0],
+            own[1] if own[1] is not None else inherited[1],
+        )
+    except _RefusedError:
+        verdict = None
+    event({None: "refused", True: "shown", False: "forbidden"}[verdict])
+
+    source = RelatedNodeInfo(node_id="document", metadata=document_metadata)
+    restricted = TextNode(
+        id_="restricted",
+        text="The merger closes in May zqsecret.",
+        metadata=node_metadata,
+        relationships={NodeRelationship.SOURCE: source},
+    )
+    public = TextNode(id_="public", text="The canteen opens at noon zqpublic.")
+    nodes = [NodeWithScore(node=restricted, score=0.9), NodeWithScore(node=public, score=0.5)]
+    llm = recording_llm(5)
+    postprocessor = ContextBudgetPostprocessor(
+        tokenizer="o200k_base",
+        llm=llm,
+        mapping=MetadataMapping(tenant=tuple(tenant), groups=tuple(groups)),
+        principal=None if per_query else principal,
+    )
+    synthesizer = get_response_synthesizer(
+        llm=llm, prompt_helper=ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
+    )
+
+    def answer() -> None:
+        with as_principal(principal) if per_query else contextlib.nullcontext():
+            synthesizer.synthesize("When?", postprocessor.postprocess_nodes(nodes))
+
+    if verdict is None:
+        with pytest.raises(InputError, match=r"node 'restricted'"):
+            answer()
+        assert llm.prompts == []
+        return
+    answer()
+    [prompt] = llm.prompts
+    assert "zqpublic" in prompt
+    assert ("zqsecret" in prompt) is verdict

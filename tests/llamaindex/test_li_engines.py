@@ -1,166 +1,298 @@
 """End to end on the real framework: what the LLM receives from query and chat engines.
 
 A `VectorStoreIndex` with `MockEmbedding`, an LLM that records every prompt, the
-postprocessor and the prompt helper; assertions are on the recorded prompts: the
-budget, whole sources, numbering, one fence per call, forbidden text absent.
+postprocessor, later postprocessors that reorder or filter, and both prompt helpers
+(ours and LlamaIndex's own); assertions are on the recorded prompts, read by the
+independent readers in `li_support`: every source inside a fence with its own number,
+no number twice in a call, forbidden text absent, the window held (counted with
+tiktoken's encoding itself), and ``response.source_nodes`` exactly what was sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
-from llama_index.core import Document, Settings, VectorStoreIndex, get_response_synthesizer
+from llama_index.core import Settings, VectorStoreIndex, get_response_synthesizer
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.response.schema import RESPONSE_TYPE
 from llama_index.core.chat_engine import CondensePlusContextChatEngine, ContextChatEngine
+from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.indices.prompt_helper import PromptHelper
-from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.postprocessor import LongContextReorder
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.response_synthesizers import ResponseMode
+from llama_index.core.schema import NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
 
 from ctxbudget import ContextBudgetError, Principal, TiktokenTokenizer
 from llamaindex_ctxbudget import (
     ContextBudgetPostprocessor,
     ContextBudgetPromptHelper,
-    ContextPackedEvent,
     as_principal,
 )
-from tests.llamaindex.li_support import FENCE_OPEN, RecordingLLM, fenced, numbers, recording_llm
+from tests.llamaindex.li_support import (
+    FENCE_OPEN,
+    ListPostprocessor,
+    RecordingLLM,
+    check_prompt,
+    fence_spans,
+    numbers,
+    recording_llm,
+)
 
-FACTS = [
-    "EU customers may return unworn items within 60 days of delivery.",
-    "Refunds reach the original card within 14 days of receipt.",
-    "Store credit never expires and can be used online or in store.",
-    "Exchanges for a different size ship free of charge within the EU.",
-    "Gift cards cannot be refunded or exchanged for cash.",
-]
+FACTS = 12
 SECRET = "Salary bands for 2025 are reviewed by the board in April."
-MODES = ["compact", "refine", "tree_summarize", "simple_summarize"]
+RESERVE = 100
+MODES = [
+    "compact",
+    "refine",
+    "tree_summarize",
+    "simple_summarize",
+    "accumulate",
+    "compact_accumulate",
+]
+LATER: dict[str, BaseNodePostprocessor | None] = {
+    "none": None,
+    "long_context_reorder": LongContextReorder(),
+    "top_n_reranker": ListPostprocessor(operation="top_n", top_n=2),
+    "reverse": ListPostprocessor(operation="reverse"),
+    "drop_last": ListPostprocessor(operation="drop_last"),
+    "drop_first": ListPostprocessor(operation="drop_first"),
+    "keep_one": ListPostprocessor(operation="keep_one"),
+}
+
+
+def fact(i: int) -> str:
+    """Fact `i`, between two words found nowhere else: its start and its end."""
+    return f"zq{i}start Warehouse {i} opens at {i % 12 + 6} o'clock on weekdays. zq{i}end"
 
 
 def build_index() -> VectorStoreIndex:
-    documents = [
-        Document(text=fact, doc_id=f"policy-{i}", metadata={"title": f"Policy {i}"})
-        for i, fact in enumerate(FACTS)
-    ]
-    documents.append(
-        Document(text=SECRET, doc_id="hr", metadata={"tenant": "acme", "groups": ["hr"]})
-    )
-    return VectorStoreIndex.from_documents(documents)
+    def node(node_id: str, text: str, **metadata: object) -> TextNode:
+        source = RelatedNodeInfo(node_id=f"doc-{node_id}", metadata=metadata)
+        return TextNode(
+            id_=node_id,
+            text=text,
+            metadata=dict(metadata),
+            relationships={NodeRelationship.SOURCE: source},
+        )
+
+    nodes = [node(f"fact-{i}", fact(i), title=f"Site {i}") for i in range(FACTS)]
+    nodes.append(node("hr", SECRET, tenant="acme", groups=["hr"]))
+    return VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+
+
+def markers(response: RESPONSE_TYPE) -> dict[str, int]:
+    """Each source node's start and end words, mapped to the number it was sent under."""
+    found: dict[str, int] = {}
+    for source in response.source_nodes:
+        i = int(source.node.node_id.removeprefix("fact-"))
+        found[f"zq{i}start"] = found[f"zq{i}end"] = source.node.metadata["citation"]
+    return found
 
 
 def engine(
-    index: VectorStoreIndex, llm: RecordingLLM, mode: str, max_tokens: int | None = None
+    llm: RecordingLLM,
+    mode: str,
+    *,
+    ours: bool,
+    max_tokens: int | None = None,
+    later: BaseNodePostprocessor | None = None,
 ) -> BaseQueryEngine:
+    helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base") if ours else None
     synthesizer = get_response_synthesizer(
-        llm=llm,
-        response_mode=ResponseMode(mode),
-        prompt_helper=ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base"),
+        llm=llm, response_mode=ResponseMode(mode), prompt_helper=helper
     )
-    return index.as_query_engine(
+    ours_first = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, max_tokens=max_tokens)
+    return build_index().as_query_engine(
         llm=llm,
-        similarity_top_k=len(FACTS) + 1,
-        node_postprocessors=[
-            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, max_tokens=max_tokens)
-        ],
+        similarity_top_k=FACTS + 1,
+        node_postprocessors=[ours_first] if later is None else [ours_first, later],
         response_synthesizer=synthesizer,
     )
 
 
-def assert_sources_reached_the_model(prompts: list[str], o200k: TiktokenTokenizer) -> None:
-    """Each prompt: within the window, one fence, whole sources numbered in order; all
-    prompts together: every public fact once, numbered 1..k, the secret nowhere."""
-    seen: list[int] = []
-    for prompt in prompts:
-        assert o200k.count(prompt) <= 3_900 - 5
-        block = fenced(prompt)
-        shown = numbers(block)
-        assert shown == sorted(shown)
-        seen += shown
-        assert SECRET not in prompt
-    assert seen == list(range(1, len(FACTS) + 1))
-    for fact in FACTS:
-        assert sum(fenced(p).count(fact) for p in prompts) == 1
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_query_engine_prompts_hold_whole_numbered_fenced_sources(
-    mode: str, o200k: TiktokenTokenizer
+def assert_what_was_sent_is_what_was_cited(
+    llm: RecordingLLM, response: RESPONSE_TYPE, o200k: TiktokenTokenizer
 ) -> None:
-    llm = recording_llm(5)
-    response = engine(build_index(), llm, mode).query("What is the returns policy?")
+    """Every prompt: fenced, numbered, within the window; all prompts together: exactly the
+    sources `response.source_nodes` lists, each whole."""
     assert llm.prompts
-    assert_sources_reached_the_model(llm.prompts, o200k)
-    assert [n.metadata["citation"] for n in response.source_nodes] == [1, 2, 3, 4, 5]
+    shown = markers(response)
+    sent: set[int] = set()
+    for prompt in llm.prompts:
+        sent |= check_prompt(
+            prompt,
+            shown,
+            forbidden=[SECRET],
+            limit=llm.window - RESERVE,
+            count=lambda text: len(o200k.encoding.encode(text)),
+        )
+        for i in range(FACTS):
+            assert prompt.count(f"zq{i}start") == prompt.count(f"zq{i}end"), "a source was cut"
+    assert sent == set(shown.values())
+
+
+CONFIGURATIONS = {
+    # ours or LlamaIndex's helper, the postprocessor's max_tokens (None: its default
+    # budget), the LLM's window, whether it is a chat model (LlamaIndex's chat templates)
+    "ours-1000": (True, None, 1_000, False),
+    "ours-2000": (True, None, 2_000, False),
+    "ours-chat-1000": (True, None, 1_000, True),
+    "llamaindex-1000": (False, None, 1_000, False),
+    "llamaindex-2000": (False, None, 2_000, False),
+    "llamaindex-chat-1000": (False, None, 1_000, True),
+    "ours-several-calls": (True, 2_000, 450, False),
+}
+
+
+# simple_summarize makes one call, which cannot hold what several calls hold: that case
+# raises (test_simple_summarize_that_cannot_send_all_raises).
+MATRIX = [
+    (later, mode, configuration)
+    for configuration, (_, max_tokens, _, _) in CONFIGURATIONS.items()
+    for mode in MODES
+    if max_tokens is None or mode != "simple_summarize"
+    for later in LATER
+]
+
+
+@pytest.mark.parametrize(("later", "mode", "configuration"), MATRIX)
+def test_every_source_reaches_the_llm_fenced_with_its_own_number(
+    later: str, mode: str, configuration: str, o200k: TiktokenTokenizer
+) -> None:
+    ours, max_tokens, window, chat_model = CONFIGURATIONS[configuration]
+    llm = recording_llm(5, window=window, reserve=RESERVE, chat_model=chat_model)
+    query_engine = engine(llm, mode, ours=ours, max_tokens=max_tokens, later=LATER[later])
+    response = query_engine.query("When do the warehouses open?")
+    assert_what_was_sent_is_what_was_cited(llm, response, o200k)
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "simple_summarize"])
+def test_several_calls_each_get_whole_sources_in_one_fence(mode: str) -> None:
+    # The control that the matrix above packs more than one call with our helper
+    # (simple_summarize makes one call by definition).
+    llm = recording_llm(5, window=450, reserve=RESERVE)
+    engine(llm, mode, ours=True, max_tokens=2_000).query("When do the warehouses open?")
+    with_sources = [p for p in llm.prompts if numbers(p)]
+    assert len(with_sources) > 1
+    for prompt in with_sources:
+        assert len(fence_spans(prompt)) == 1
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_query_engine_async_matches_sync(mode: str, o200k: TiktokenTokenizer) -> None:
-    sync_llm, async_llm = recording_llm(5), recording_llm(5)
-    index = build_index()
-    engine(index, sync_llm, mode).query("What is the returns policy?")
-    asyncio.run(engine(index, async_llm, mode).aquery("What is the returns policy?"))
-    assert_sources_reached_the_model(async_llm.prompts, o200k)
+def test_query_engine_async_matches_sync(mode: str) -> None:
+    sync_llm, async_llm = (
+        recording_llm(5, window=1_000, reserve=RESERVE),
+        recording_llm(5, window=1_000, reserve=RESERVE),
+    )
+    engine(sync_llm, mode, ours=True).query("When do the warehouses open?")
+    asyncio.run(engine(async_llm, mode, ours=True).aquery("When do the warehouses open?"))
     assert sorted(async_llm.prompts) == sorted(sync_llm.prompts)
 
 
-def test_query_engine_principal_per_query_sees_its_sources() -> None:
-    llm = recording_llm(5)
-    query_engine = engine(build_index(), llm, "compact")
-    with as_principal(Principal(tenant="acme", groups=frozenset({"hr"}))):
-        query_engine.query("salaries?")
-    query_engine.query("salaries?")
-    assert SECRET in llm.prompts[0]
-    assert SECRET not in llm.prompts[1]
-
-
-def test_prompt_helper_via_settings(
-    o200k: TiktokenTokenizer, offline_settings: RecordingLLM
-) -> None:
-    Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(
-        Settings.llm, tokenizer="o200k_base"
+def test_prompt_helper_via_settings(o200k: TiktokenTokenizer) -> None:
+    llm = recording_llm(5, window=1_000, reserve=RESERVE)
+    Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
+    response = (
+        build_index()
+        .as_query_engine(
+            llm=llm,
+            similarity_top_k=FACTS + 1,
+            response_mode="refine",
+            node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
+        )
+        .query("When do the warehouses open?")
     )
-    build_index().as_query_engine(
-        similarity_top_k=len(FACTS) + 1,
-        response_mode="refine",
-        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base")],
-    ).query("What is the returns policy?")
-    assert len(offline_settings.prompts) == len(FACTS)
-    assert_sources_reached_the_model(offline_settings.prompts, o200k)
+    assert len(llm.prompts) == len(response.source_nodes) > 1
+    assert_what_was_sent_is_what_was_cited(llm, response, o200k)
 
 
-def test_postprocessor_alone_fences_a_single_call_prompt(o200k: TiktokenTokenizer) -> None:
-    # LlamaIndex's own PromptHelper joins the node texts: the first opens the fence, the
-    # last closes it.
-    llm = recording_llm(5)
-    build_index().as_query_engine(
-        llm=llm,
-        similarity_top_k=len(FACTS) + 1,
-        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
-    ).query("What is the returns policy?")
-    assert_sources_reached_the_model(llm.prompts, o200k)
-
-
-def test_refine_with_a_growing_answer_repacks_and_ends(
-    o200k: TiktokenTokenizer, events: list[BaseEvent]
+def test_default_budget_leaves_llamaindex_helper_room_to_never_cut(
+    o200k: TiktokenTokenizer,
 ) -> None:
-    # Long answers leave less room each refine step: pieces are split again, never cut,
-    # and the refine loop ends after one call per source at most.
-    llm = recording_llm(125, window=340, reserve=60)
-    query_engine = engine(build_index(), llm, "compact", max_tokens=1_000)
-    query_engine.query("What is the returns policy?")
-    splits = [e for e in events if isinstance(e, ContextPackedEvent) and len(e.pieces) > 1]
-    assert len(splits) >= 2  # compact's first packing, then a refine step's repacking
-    assert 1 < len(llm.prompts) <= len(FACTS)
-    shown: list[int] = []
-    for prompt in llm.prompts:
-        assert o200k.count(prompt) <= 340 - 60
-        shown += numbers(fenced(prompt))
-    assert sorted(shown) == list(range(1, len(FACTS) + 1))
+    # The control for the matrix's LlamaIndex-helper rows: the retrieved allocation alone
+    # (max_tokens=490, what a 1,000-token window allots) is more than LlamaIndex's compact
+    # packing holds, and its splitter cuts a source.
+    llm = recording_llm(5, window=1_000, reserve=RESERVE)
+    response = engine(llm, "compact", ours=False, max_tokens=490).query("When do they open?")
+    with pytest.raises(AssertionError, match=r"outside every fence|never closed|was cut"):
+        assert_what_was_sent_is_what_was_cited(llm, response, o200k)
 
 
-# --- chat engines after long conversations -------------------------------------------------
+# --- numbers travel with the node -----------------------------------------------------------
+
+
+def test_tree_summarize_summaries_are_data_without_numbers() -> None:
+    llm = recording_llm(5, window=450, reserve=RESERVE)
+    llm.answer = "Sites open early [1], late [4] and at noon [16]."
+    response = engine(llm, "tree_summarize", ours=True, max_tokens=2_000).query("When?")
+    *summaries, final = llm.prompts
+    assert len(summaries) > 1
+    assert numbers(final) == []
+    [(start, end)] = fence_spans(final)
+    block = final[start:end]
+    assert block.count("Sites open early [1], late [4] and at noon [16].") == len(summaries)
+    assert "untrusted data" in block
+    assert response.source_nodes
+
+
+def test_numbers_survive_many_other_queries(o200k: TiktokenTokenizer) -> None:
+    # The process-wide table of 4,096 texts that once held the numbers is gone: push more
+    # than that through the postprocessor, then pack this query's nodes.
+    llm = recording_llm(5, window=2_000, reserve=RESERVE)
+    nodes = build_index().as_retriever(similarity_top_k=FACTS).retrieve("When?")
+    postprocessor = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)
+    mine = ListPostprocessor(operation="reverse").postprocess_nodes(
+        postprocessor.postprocess_nodes(nodes)
+    )
+    for i in range(1_100):
+        others = [
+            NodeWithScore(node=TextNode(id_=f"o{i}-{j}", text=f"Other text {i} {j}."), score=1.0)
+            for j in range(2)
+        ]
+        postprocessor.postprocess_nodes(others)
+    synthesizer = get_response_synthesizer(
+        llm=llm, prompt_helper=ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
+    )
+    response = synthesizer.synthesize("When?", mine)
+    assert [n.node.metadata["citation"] for n in response.source_nodes][:2] == [
+        len(mine),
+        len(mine) - 1,
+    ]
+    assert_what_was_sent_is_what_was_cited(llm, response, o200k)
+
+
+# --- what the LLM saw is what the response cites --------------------------------------------
+
+
+def test_simple_summarize_that_cannot_send_all_raises() -> None:
+    llm = recording_llm(5, window=450, reserve=RESERVE)
+    query_engine = engine(llm, "simple_summarize", ours=True, max_tokens=2_000)
+    with pytest.raises(
+        ContextBudgetError, match=r"this response mode \(simple_summarize\) sends one"
+    ):
+        query_engine.query("When?")
+    assert llm.prompts == []
+
+
+def test_source_larger_than_any_call_raises_instead_of_dropping() -> None:
+    llm = recording_llm(5, window=1_000, reserve=RESERVE)
+    big = TextNode(id_="big", text="zq0start " + "word " * 900 + "zq0end")
+    postprocessor = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, max_tokens=5_000)
+    nodes = postprocessor.postprocess_nodes([NodeWithScore(node=big, score=1.0)])
+    synthesizer = get_response_synthesizer(
+        llm=llm, prompt_helper=ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
+    )
+    with pytest.raises(ContextBudgetError, match=r"source \[1\] needs [\d,]+ tokens in its fence"):
+        synthesizer.synthesize("When?", nodes)
+    assert llm.prompts == []
+
+
+# --- chat engines ---------------------------------------------------------------------------
 
 CHAT_ENGINES = [ContextChatEngine, CondensePlusContextChatEngine]
 RAMBLING = " Some background about my order and what happened with it." * 12
@@ -185,7 +317,32 @@ def chat_engine(
 
 def chat(engine: ContextChatEngine | CondensePlusContextChatEngine, turns: int) -> None:
     for turn in range(turns):
-        engine.chat(f"Question {turn}: how do returns work?{RAMBLING}")
+        engine.chat(f"Question {turn}: when do the warehouses open?{RAMBLING}")
+
+
+@pytest.mark.parametrize("ours", [True, False], ids=["ours", "llamaindex"])
+@pytest.mark.parametrize("cls", CHAT_ENGINES)
+def test_chat_engine_sources_are_fenced_and_numbered(
+    cls: type[ContextChatEngine | CondensePlusContextChatEngine],
+    ours: bool,
+    o200k: TiktokenTokenizer,
+) -> None:
+    llm = recording_llm(5, window=4_096, reserve=1_024)
+    if ours:
+        Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
+    response = chat_engine(cls, llm, 600, o200k).chat("When do the warehouses open?")
+    answers = [p for p in llm.prompts if FENCE_OPEN in p]
+    assert len(answers) == 1
+    shown = markers(response)
+    sent = check_prompt(
+        answers[0],
+        shown,
+        forbidden=[SECRET],
+        limit=4_096 - 1_024,
+        count=lambda text: len(o200k.encoding.encode(text)),
+    )
+    assert sent == set(shown.values())
+    assert sent
 
 
 @pytest.mark.parametrize("cls", CHAT_ENGINES)
@@ -202,22 +359,25 @@ def test_chat_engine_without_our_helper_runs_out_of_room(
 
 
 @pytest.mark.parametrize("cls", CHAT_ENGINES)
-def test_chat_engine_fits_sources_after_50_turns(
+def test_chat_engine_history_that_leaves_no_room_for_a_source_raises(
     cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
 ) -> None:
+    # Once the history leaves less room than one source needs, the LLM is not called
+    # without its sources (while the response would still cite them): the error says what
+    # to shorten. Until then, every prompt held its sources whole.
     llm = recording_llm(5, window=4_096, reserve=1_024)
     Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
-    chat(chat_engine(cls, llm, 2_600, o200k), 50)
-    for prompt in llm.prompts:
-        assert o200k.count(prompt) <= 4_096 - 1_024
-        assert SECRET not in prompt
+    with pytest.raises(
+        ContextBudgetError, match=r"source \[\d\] needs .* shorten the chat"
+    ) as error:
+        chat(chat_engine(cls, llm, 2_700, o200k), 50)
+    assert error.value.claimant == "retrieved"
     answers = [p for p in llm.prompts if FENCE_OPEN in p]
-    # Turns whose history left too little room had every source dropped whole (reported).
-    assert len(answers) >= 40
+    assert len(answers) >= 10
     for prompt in answers:
-        shown = numbers(fenced(prompt))
-        assert shown == sorted(shown)
-        assert set(shown) <= {1, 2, 3}
+        assert len(o200k.encoding.encode(prompt)) <= 4_096 - 1_024
+        assert numbers(prompt)
+    assert all(FENCE_OPEN in p for p in llm.prompts if re.search(r"zq\d+start", p))
 
 
 def resume(engine: ContextChatEngine | CondensePlusContextChatEngine) -> None:
@@ -247,7 +407,6 @@ def test_resumed_chat_without_our_helper_has_negative_room(
 def test_resumed_chat_with_no_room_left_says_what_to_shorten(
     cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
 ) -> None:
-    # The history alone fills what num_output leaves: nothing can fit, and the error says so.
     llm = recording_llm(5, window=4_096, reserve=1_024)
     Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
     with pytest.raises(ContextBudgetError, match=r"shorten the chat history") as error:
@@ -257,13 +416,20 @@ def test_resumed_chat_with_no_room_left_says_what_to_shorten(
 
 
 @pytest.mark.parametrize("cls", CHAT_ENGINES)
-def test_chat_engine_with_no_room_left_says_what_to_shorten(
+def test_chat_engine_principal_per_message_sees_its_sources(
     cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
 ) -> None:
-    # The history alone fills what num_output leaves: nothing can fit, and the error says so.
     llm = recording_llm(5, window=4_096, reserve=1_024)
     Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
-    with pytest.raises(ContextBudgetError, match=r"shorten the chat history") as error:
-        chat(chat_engine(cls, llm, 3_000, o200k), 50)
-    assert error.value.claimant == "template"
-    assert error.value.left == 4_096
+    engine = cls.from_defaults(
+        build_index().as_retriever(similarity_top_k=FACTS + 1),
+        llm=llm,
+        memory=ChatMemoryBuffer.from_defaults(token_limit=600, tokenizer_fn=o200k.encoding.encode),
+        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
+    )
+    with as_principal(Principal(tenant="acme", groups=frozenset({"hr"}))):
+        engine.chat("Salaries?")
+    engine.chat("Salaries?")
+    with_sources = [p for p in llm.prompts if FENCE_OPEN in p]
+    assert SECRET in with_sources[0]
+    assert SECRET not in with_sources[1]

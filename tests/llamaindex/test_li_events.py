@@ -15,8 +15,18 @@ def test_event_class_names() -> None:
 
 
 def test_events_reach_root_handlers_and_dump_with_their_name(events: list[BaseEvent]) -> None:
-    dropped = Dropped(claimant="retrieved", kind="chunk", id="n9", reason="oversize")
-    dispatcher.event(ContextPackedEvent(space=10, pieces=[["n1"]], tokens=[8], dropped=[dropped]))
+    dispatcher.event(ContextPackedEvent(space=10, pieces=[[2, 1]], untrusted=[1], tokens=[8]))
     [event] = events
     assert event.model_dump()["class_name"] == "ContextPackedEvent"
+    assert event.model_dump()["pieces"] == [[2, 1]]
+
+
+def test_sources_selected_event_carries_ids_and_reasons(events: list[BaseEvent]) -> None:
+    dropped = Dropped(claimant="retrieved", kind="chunk", id="n9", reason="oversize")
+    dispatcher.event(
+        SourcesSelectedEvent(
+            tokens=8, budget=10, sources=["n1"], dropped=[dropped], escalated=None, trimmed=True
+        )
+    )
+    [event] = events
     assert event.model_dump()["dropped"][0]["id"] == "n9"

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from llama_index.core import Document, Settings, VectorStoreIndex
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.indices.prompt_helper import PromptHelper
 from llama_index.core.instrumentation.events import BaseEvent
-from llama_index.core.node_parser import MarkdownNodeParser
+from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
+from llama_index.core.prompts.default_prompt_selectors import (
+    DEFAULT_REFINE_PROMPT_SEL,
+    DEFAULT_TEXT_QA_PROMPT_SEL,
+)
 from llama_index.core.schema import (
     MetadataMode,
     NodeRelationship,
@@ -20,11 +29,16 @@ from llama_index.core.schema import (
 )
 
 from ctxbudget import (
+    AccessPolicy,
+    Allocation,
     Budget,
     ContextAssembler,
+    ContextBudgetError,
     InputError,
     Principal,
     SourceOptions,
+    TiktokenTokenizer,
+    read_fenced,
     select_sources,
 )
 from llamaindex_ctxbudget import (
@@ -81,17 +95,26 @@ def test_postprocess_returns_cited_nodes_in_prompt_order() -> None:
     assert [n.node.node_id for n in out] == ["a", "b", "d"]
 
 
-def test_postprocess_node_texts_joined_are_the_core_block() -> None:
+def test_postprocess_node_texts_are_the_core_framed_sources() -> None:
     nodes = corpus()
     out = postprocessor(max_tokens=1_000).postprocess_nodes(nodes)
     expected = select_sources(
-        [to_chunk(n.node, score=n.score) for n in nodes], max_tokens=1_000, tokenizer="o200k_base"
+        [to_chunk(n.node, score=n.score) for n in nodes],
+        max_tokens=1_000,
+        tokenizer="o200k_base",
+        fence="per_source",
     )
     texts = [n.node.get_content(metadata_mode=MetadataMode.LLM) for n in out]
+    assert texts == list(expected.framed_sources())
     assert "\n\n".join(texts) == expected.text
-    assert texts[0].startswith("<retrieved_documents>\n")
-    assert texts[-1].endswith("\n</retrieved_documents>")
-    assert texts[1] == expected.sources[1].text
+
+
+def test_postprocess_each_node_carries_its_own_fence_and_number() -> None:
+    out = postprocessor().postprocess_nodes(corpus())
+    for n in out:
+        found = read_fenced(n.node.get_content())
+        assert found is not None
+        assert found.n == n.metadata["citation"]
 
 
 def test_postprocess_metadata_is_not_rendered_twice() -> None:
@@ -130,23 +153,55 @@ def test_postprocess_principal_at_construction_sees_its_nodes() -> None:
     assert any("Salary" in n.node.get_content() for n in out)
 
 
-def test_as_principal_overrides_the_constructed_one() -> None:
+def test_postprocess_principal_at_construction_refuses_another_scope() -> None:
     processor = postprocessor(principal=ACME_HR)
-    with as_principal(Principal(tenant="acme", groups=frozenset({"sales"}))):
-        out = processor.postprocess_nodes(corpus())
-    assert all("Salary" not in n.node.get_content() for n in out)
-    assert any("Salary" in n.node.get_content() for n in processor.postprocess_nodes(corpus()))
+    with (
+        as_principal(Principal(tenant="acme", groups=frozenset({"sales"}))),
+        pytest.raises(InputError, match=r"as_principal names .* but this component was built for"),
+    ):
+        processor.postprocess_nodes(corpus())
 
 
-def test_as_principal_reaches_the_async_path() -> None:
-    processor = postprocessor()
+def test_postprocess_principal_at_construction_refuses_an_anonymous_scope() -> None:
+    with as_principal(None), pytest.raises(InputError, match=r"as_principal names None"):
+        postprocessor(principal=ACME_HR).postprocess_nodes(corpus())
 
-    async def query() -> list[NodeWithScore]:
-        with as_principal(ACME_HR):
-            return await processor.apostprocess_nodes(corpus(), query_str="salary?")
 
-    out = asyncio.run(query())
+def test_postprocess_principal_at_construction_accepts_its_own_scope() -> None:
+    with as_principal(ACME_HR):
+        out = postprocessor(principal=ACME_HR).postprocess_nodes(corpus())
     assert any("Salary" in n.node.get_content() for n in out)
+
+
+def test_as_principal_none_sees_public_nodes_only() -> None:
+    with as_principal(None):
+        out = postprocessor().postprocess_nodes(corpus())
+    assert len(out) == 3
+    assert all("Salary" not in n.node.get_content() for n in out)
+
+
+def test_as_principal_nested_inner_wins_then_outer_again() -> None:
+    processor = postprocessor()
+    with as_principal(ACME_HR):
+        with as_principal(Principal(tenant="acme", groups=frozenset({"sales"}))):
+            inner = processor.postprocess_nodes(corpus())
+        outer = processor.postprocess_nodes(corpus())
+    assert all("Salary" not in n.node.get_content() for n in inner)
+    assert any("Salary" in n.node.get_content() for n in outer)
+
+
+def test_as_principal_refuses_what_is_not_a_principal() -> None:
+    with (
+        pytest.raises(InputError, match=r"as_principal takes a ctxbudget\.Principal or None"),
+        as_principal({"tenant": "acme"}),  # type: ignore[arg-type]
+    ):
+        pass
+
+
+def test_no_principal_required_by_the_access_policy_raises() -> None:
+    processor = postprocessor(sources=SourceOptions(access=AccessPolicy(require_principal=True)))
+    with pytest.raises(InputError, match="the access policy requires one"):
+        processor.postprocess_nodes(corpus())
 
 
 def test_postprocess_takes_a_query_bundle() -> None:
@@ -302,3 +357,221 @@ def test_docstore_escalation_rechecks_every_node_acl(events: list[BaseEvent]) ->
     assert selected(events).escalated is None
     assert all("Book trains" not in n.node.get_content() for n in out)
     assert len(out) == len(retrieved)
+
+
+# --- which principal, on every path a query takes -------------------------------------------
+
+ACME = Principal(tenant="acme", groups=frozenset({"staff"}))
+GLOBEX = Principal(tenant="globex", groups=frozenset({"staff"}))
+PLANS = {
+    "public": "The canteen opens at noon zqpublic.",
+    "acme": "Acme plans a merger zqacme.",
+    "globex": "Globex plans a recall zqglobex.",
+}
+SEEN_IN_SCOPE = ["query", "aquery", "to_thread"]
+SCOPE_LOST = ["run_in_executor", "thread_pool", "thread"]
+
+
+def plans_engine(llm: RecordingLLM, **options: Any) -> BaseQueryEngine:
+    nodes = [
+        TextNode(id_=name, text=text, metadata={} if name == "public" else {"tenant": name})
+        for name, text in PLANS.items()
+    ]
+    return VectorStoreIndex(nodes).as_query_engine(
+        llm=llm,
+        similarity_top_k=3,
+        node_postprocessors=[
+            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, **options)
+        ],
+    )
+
+
+def ask(engine: BaseQueryEngine, path: str) -> None:
+    """One query, run the way `path` names: in this thread, awaited, or in a worker thread."""
+    question = "What are the plans?"
+    if path == "query":
+        engine.query(question)
+    elif path == "aquery":
+        asyncio.run(engine.aquery(question))
+    elif path == "to_thread":
+        asyncio.run(asyncio.to_thread(engine.query, question))
+    elif path == "run_in_executor":
+
+        async def in_executor() -> None:
+            await asyncio.get_running_loop().run_in_executor(None, engine.query, question)
+
+        asyncio.run(in_executor())
+    elif path == "thread_pool":
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(engine.query, question).result()
+    else:
+        assert path == "thread"
+        errors: list[BaseException] = []
+
+        def target() -> None:
+            try:
+                engine.query(question)
+            except BaseException as error:  # re-raised in the test's thread
+                errors.append(error)
+
+        thread = threading.Thread(target=target)
+        thread.start()
+        thread.join()
+        if errors:
+            raise errors[0]
+
+
+def shown(llm: RecordingLLM) -> set[str]:
+    [prompt] = llm.prompts
+    return {name for name, text in PLANS.items() if text in prompt}
+
+
+@pytest.mark.parametrize("path", SEEN_IN_SCOPE)
+def test_per_query_principal_reaches_the_postprocessor(path: str) -> None:
+    llm = recording_llm(5)
+    with as_principal(ACME):
+        ask(plans_engine(llm), path)
+    assert shown(llm) == {"public", "acme"}
+
+
+@pytest.mark.parametrize("path", SCOPE_LOST)
+def test_per_query_principal_lost_in_a_worker_thread_sees_public_sources_only(path: str) -> None:
+    llm = recording_llm(5)
+    with as_principal(ACME):
+        ask(plans_engine(llm), path)
+    assert shown(llm) == {"public"}
+
+
+@pytest.mark.parametrize("path", SEEN_IN_SCOPE + SCOPE_LOST)
+def test_fixed_principal_is_served_without_a_scope(path: str) -> None:
+    llm = recording_llm(5)
+    ask(plans_engine(llm, principal=ACME), path)
+    assert shown(llm) == {"public", "acme"}
+
+
+@pytest.mark.parametrize("path", SEEN_IN_SCOPE)
+def test_fixed_principal_refuses_another_scope_on_every_path(path: str) -> None:
+    llm = recording_llm(5)
+    with as_principal(GLOBEX), pytest.raises(InputError, match="built for"):
+        ask(plans_engine(llm, principal=ACME), path)
+    assert llm.prompts == []
+
+
+@pytest.mark.parametrize("path", SCOPE_LOST)
+def test_fixed_principal_in_a_worker_thread_serves_only_itself(path: str) -> None:
+    # The scope (globex) is not visible there; the postprocessor answers for acme, the one
+    # principal it was built for, never for someone a lost scope fell back to.
+    llm = recording_llm(5)
+    with as_principal(GLOBEX):
+        ask(plans_engine(llm, principal=ACME), path)
+    assert shown(llm) == {"public", "acme"}
+
+
+@pytest.mark.parametrize("path", SCOPE_LOST)
+def test_required_principal_lost_in_a_worker_thread_raises(path: str) -> None:
+    llm = recording_llm(5)
+    engine = plans_engine(llm, sources=SourceOptions(access=AccessPolicy(require_principal=True)))
+    with as_principal(ACME), pytest.raises(InputError, match="the access policy requires one"):
+        ask(engine, path)
+    assert llm.prompts == []
+
+
+def test_as_principal_none_in_a_query_sees_public_sources_only() -> None:
+    llm = recording_llm(5)
+    with as_principal(None):
+        ask(plans_engine(llm), "query")
+    assert shown(llm) == {"public"}
+
+
+# --- source documents -------------------------------------------------------------------
+
+
+def test_source_document_acl_applies_whatever_the_node_parser_copied() -> None:
+    document = Document(text=PLANS["globex"], doc_id="recall", metadata={"tenant": "globex"})
+    nodes = SentenceSplitter(include_metadata=False).get_nodes_from_documents([document])
+    assert nodes[0].metadata == {}
+    llm = recording_llm(5)
+    with as_principal(ACME):
+        VectorStoreIndex([*nodes, TextNode(id_="public", text=PLANS["public"])]).as_query_engine(
+            llm=llm,
+            similarity_top_k=3,
+            node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
+        ).query("What are the plans?")
+    assert shown(llm) == {"public"}
+
+
+def test_source_document_acl_comes_from_the_docstore_when_the_relationship_lacks_it() -> None:
+    document = Document(text=PLANS["globex"], doc_id="recall", metadata={"tenant": "globex"})
+    node = TextNode(
+        id_="recall-0",
+        text=PLANS["globex"],
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id="recall")},
+    )
+    index = VectorStoreIndex([node])
+    index.docstore.add_documents([document])
+    out = ContextBudgetPostprocessor(
+        tokenizer="o200k_base", docstore=index.docstore, principal=ACME
+    ).postprocess_nodes([NodeWithScore(node=node, score=1.0)])
+    assert out == []
+
+
+# --- what cannot be sent ----------------------------------------------------------------------
+
+
+def test_postprocess_deeply_nested_metadata_is_an_input_error_naming_the_node() -> None:
+    deep: dict[str, Any] = {}
+    level = deep
+    for _ in range(1_500):
+        level["k"] = {}
+        level = level["k"]
+    node = NodeWithScore(node=TextNode(id_="deep", text="Text.", metadata={"d": deep}), score=1.0)
+    with pytest.raises(InputError, match=r"node 'deep' metadata nests more than 64 levels"):
+        postprocessor().postprocess_nodes([node])
+
+
+def test_postprocess_sources_found_but_none_fits_raises() -> None:
+    node = NodeWithScore(node=TextNode(id_="big", text="word " * 3_000), score=1.0)
+    with pytest.raises(ContextBudgetError, match=r"were found but none fits \(big\)"):
+        postprocessor(llm=recording_llm(window=3_900)).postprocess_nodes([node])
+
+
+def test_postprocess_query_that_leaves_no_room_for_sources_raises() -> None:
+    node = NodeWithScore(node=TextNode(id_="a", text="Refunds take 14 days."), score=1.0)
+    query = QueryBundle("refunds " * 4_000)  # longer than the window: no room for sources
+    with pytest.raises(ContextBudgetError, match=r"leave no room for sources"):
+        postprocessor(llm=recording_llm(window=3_900)).postprocess_nodes([node], query_bundle=query)
+
+
+def test_postprocess_query_that_leaves_no_room_with_nothing_found_is_empty() -> None:
+    query = QueryBundle("refunds " * 4_000)
+    assert postprocessor(llm=recording_llm(window=3_900)).postprocess_nodes([], query) == []
+
+
+def test_postprocess_none_fits_without_a_floor_warns_naming_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    budget = Budget(total=3_000, allocations=(Allocation("retrieved", min=0, max=500, priority=1),))
+    node = NodeWithScore(node=TextNode(id_="big", text="word " * 3_000), score=1.0)
+    with caplog.at_level(logging.WARNING, logger="ctxbudget"):
+        assert postprocessor(budget=budget).postprocess_nodes([node]) == []
+    assert "no source fits" in caplog.text
+    assert "big" in caplog.text
+
+
+def test_budget_from_the_llm_leaves_room_for_llamaindex_packing(
+    events: list[BaseEvent], o200k: TiktokenTokenizer
+) -> None:
+    llm = recording_llm(5, window=1_000, reserve=100)
+    query = QueryBundle("When do the warehouses open?")
+    postprocessor(llm=llm).postprocess_nodes(corpus(), query_bundle=query)
+    theirs = PromptHelper.from_llm_metadata(llm.metadata, tokenizer=o200k.encoding.encode)
+    rooms = [
+        theirs._get_available_chunk_size(
+            template.partial_format(query_str=query.query_str), padding=500, llm=llm
+        )
+        for template in (DEFAULT_TEXT_QA_PROMPT_SEL, DEFAULT_REFINE_PROMPT_SEL)
+    ]
+    retrieved = Budget.for_context_window(1_000, reserve_output=100).allocation("retrieved")
+    assert retrieved is not None
+    assert retrieved.max is not None
+    assert selected(events).budget <= min(rooms) < retrieved.max
