@@ -3,8 +3,10 @@ and no network for any test or the subprocesses it starts."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -23,7 +25,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 # An empty tiktoken cache, so a vocabulary cached on this machine cannot hide a download
 # that would fail on a fresh one; hubs are told to stay offline.
-os.environ["TIKTOKEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="ctxbudget-tiktoken-")
+os.environ["TIKTOKEN_CACHE_DIR"] = _EMPTY_CACHE = tempfile.mkdtemp(prefix="ctxbudget-tiktoken-")
+atexit.register(shutil.rmtree, _EMPTY_CACHE, ignore_errors=True)
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 settings.register_profile(

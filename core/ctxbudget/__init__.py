@@ -41,7 +41,13 @@ from ctxbudget._sources.arrange import Order
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader
-from ctxbudget._sources.fenced import FencedSource, fence_sources, fence_untrusted, read_fenced
+from ctxbudget._sources.fenced import (
+    FencedSource,
+    fence_sources,
+    fence_untrusted,
+    read_fenced,
+    read_fenced_all,
+)
 from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
 from ctxbudget._tokens import (
@@ -125,6 +131,7 @@ __all__ = [
     "neutralise_section",
     "principal_for_call",
     "read_fenced",
+    "read_fenced_all",
     "scan_for_instructions",
     "select_sources",
     "trim_turns",

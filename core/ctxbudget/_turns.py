@@ -8,7 +8,8 @@ adapters use it to trim a framework's message list.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ctxbudget._allocate import allocate
 from ctxbudget._budget import Allocation
 from ctxbudget._exact import render_exactly
+from ctxbudget._fence import neutralise_section
 from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Role, Turn, check_token_range, sequence_of
 from ctxbudget._report import Dropped
@@ -33,16 +35,35 @@ class ToolCall(NamedTuple):
 
 
 def message_text(
-    *, texts: Sequence[str] = (), tool_calls: Sequence[ToolCall] = (), verbatim: Sequence[str] = ()
+    *,
+    texts: Sequence[str] = (),
+    tool_calls: Sequence[ToolCall] = (),
+    verbatim: Sequence[str] = (),
+    neutralise: Callable[[str], str] = neutralise_section,
 ) -> str:
-    """What one framework chat message costs, as the text of its `Turn` (README "History
-    from a framework"): its texts, each tool call as ``name(arguments)``, then the parts
-    sent back verbatim (a model's signed reasoning), one per line; empty parts left out.
+    """What one framework chat message costs, as the text of its `Turn` (README "Writing an
+    adapter"): its texts, each tool call as ``name(arguments)``, then the parts sent back
+    verbatim (a model's signed reasoning, names, ids), one per line; empty parts left out.
 
     Both adapters count a message through this, so the same message costs the same in
-    either. Pass texts already neutralised (`neutralise_section`), as they will be sent.
+    either. Pass texts already neutralised (`neutralise_section`): they are sent that way.
+    Tool calls and verbatim parts are sent as they are, while the history neutralises the
+    whole turn before counting it, and neutralising can shorten a text (invisible tag
+    characters go): such a part is written as its ASCII escape (``\\uXXXX``, ``[`` too, so
+    no line reads as a source header), which costs at least as much and which neutralising
+    leaves alone. `neutralise` may be the same rule remembered across requests.
     """
-    parts = [*texts, *(f"{call.name}({call.arguments})" for call in tool_calls), *verbatim]
+
+    def sent(part: str) -> str:
+        if neutralise(part) == part:
+            return part
+        return json.dumps(part, ensure_ascii=True)[1:-1].replace("[", "\\u005b")
+
+    parts = [
+        *texts,
+        *(f"{sent(call.name)}({sent(call.arguments)})" for call in tool_calls),
+        *map(sent, verbatim),
+    ]
     return "\n".join(part for part in parts if part)
 
 
