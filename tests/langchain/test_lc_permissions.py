@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from langchain_core.runnables import RunnableLambda
 
 from ctxbudget import ContextAssembler, InputError, Principal
 from langchain_ctxbudget import MetadataMapping
+from tests.acl_oracle import Rule, acl_keys, expected_acl, may_see
 from tests.langchain.conftest import (
     PATHS,
     Path,
@@ -83,53 +83,10 @@ def test_mapped_tenant_keys_that_disagree_are_refused_on_every_path(
 
 # --- the property: random metadata shapes and principals, through real chains ---------------
 
-_QUALIFIERS = ("", "allowed", "authorized", "authorised", "permitted")
-_TENANT_NOUNS = (("tenant",), ("org",), ("organization",), ("organisation",))
-_GROUP_NOUNS = (
-    ("group",),
-    ("user", "group"),
-    ("security", "group"),
-    ("role",),
-    ("acl",),
-    ("permission",),
-    ("reader",),
-    ("access", "control"),
-    ("access", "level"),
-    ("visibility",),
-    ("access",),
-    ("audience",),
-)
-_SUFFIXES = ("", "s", "id", "ids")
-_NAMES = {
-    qualifier + "".join(noun) + suffix
-    for nouns, qualifiers in (
-        (_TENANT_NOUNS + _GROUP_NOUNS, _QUALIFIERS),
-        ((("user",),), _QUALIFIERS[1:]),  # "user" restricts only after a qualifier
-    )
-    for noun in nouns
-    for qualifier in qualifiers
-    for suffix in _SUFFIXES
-}
-"""The documented grammar (README "Inputs"), written out here: every name that is an access
-rule, in its compared form."""
 
-
-def looks_like_acl(key: str) -> bool:
-    return re.sub(r"[_\-. ]", "", key.casefold()) in _NAMES
-
-
-@st.composite
-def acl_keys(draw: st.DrawFn) -> str:
-    """An access-rule key in a random spelling: case, separators, qualifier, suffix."""
-    tenant = draw(st.booleans())
-    qualifier = draw(st.sampled_from(_QUALIFIERS))
-    nouns = _TENANT_NOUNS if tenant else (*_GROUP_NOUNS, *([("user",)] if qualifier else []))
-    words = [
-        w for w in (qualifier, *draw(st.sampled_from(nouns)), draw(st.sampled_from(_SUFFIXES))) if w
-    ]
-    separator = draw(st.sampled_from(["", "_", "-", ".", " "]))
-    cased = [draw(st.sampled_from([str.lower, str.upper, str.title]))(w) for w in words]
-    return separator.join(cased)
+def access_rule_keys() -> st.SearchStrategy[str]:
+    """An access-rule key in a random spelling (the shared oracle's grammar)."""
+    return acl_keys().map(lambda drawn: drawn[0])
 
 
 _PLAIN_KEYS = st.sampled_from(["page", "owner", "users", "author", "lang", "user", "tokens"])
@@ -149,8 +106,11 @@ _VALUES = st.one_of(
 def mappings(draw: st.DrawFn) -> MetadataMapping:
     """The default keys, sometimes with another spelling mapped beside them."""
     defaults = {"tenant", "groups"}
-    tenant = ["tenant", *(k for k in draw(st.lists(acl_keys(), max_size=1)) if k not in defaults)]
-    extra = draw(st.lists(acl_keys(), max_size=1))
+    tenant = [
+        "tenant",
+        *(k for k in draw(st.lists(access_rule_keys(), max_size=1)) if k not in defaults),
+    ]
+    extra = draw(st.lists(access_rule_keys(), max_size=1))
     groups = ["groups", *(k for k in extra if k not in {*tenant, *defaults})]
     return MetadataMapping(tenant=tuple(tenant), groups=tuple(groups))
 
@@ -161,7 +121,7 @@ def metadata_for(draw: st.DrawFn, mapping: MetadataMapping) -> dict[str, Any]:
     name: an access rule in another spelling, or plain data."""
     mapped = [*mapping.tenant, *mapping.groups]
     keys = draw(st.lists(st.sampled_from(mapped), max_size=3, unique=True))
-    keys += draw(st.lists(acl_keys() | _PLAIN_KEYS, max_size=1))
+    keys += draw(st.lists(access_rule_keys() | _PLAIN_KEYS, max_size=1))
     return {key: draw(_VALUES) for key in keys}
 
 
@@ -172,55 +132,10 @@ def shapes(draw: st.DrawFn) -> tuple[MetadataMapping, list[dict[str, Any]]]:
     return mapping, draw(st.lists(metadata_for(mapping), min_size=1, max_size=3))
 
 
-def _name(value: object) -> str | None:
-    """A value as one tenant or group name, or None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return str(value)
-    return value if isinstance(value, str) and value else None
-
-
-def oracle(
-    metadata: dict[str, Any], mapping: MetadataMapping
-) -> tuple[str | None, frozenset[str] | None] | None:
-    """The (tenant, groups) the metadata restricts a document to; None when it cannot be
-    enforced as written."""
-    mapped = {*mapping.tenant, *mapping.groups}
-    if any(looks_like_acl(k) and v is not None and k not in mapped for k, v in metadata.items()):
-        return None
-    tenants: list[str] = []
-    for key in mapping.tenant:
-        value = metadata.get(key)
-        if value is None:
-            continue
-        if isinstance(value, list):
-            if len(value) != 1:
-                return None
-            value = value[0]
-        name = _name(value)
-        if name is None:
-            return None
-        tenants.append(name)
-    group_sets: list[frozenset[str]] = []
-    for key in mapping.groups:
-        value = metadata.get(key)
-        if value is None:
-            continue
-        names = [_name(v) for v in (value if isinstance(value, list) else [value])]
-        if None in names:
-            return None
-        group_sets.append(frozenset(n for n in names if n is not None))
-    if len(set(tenants)) > 1 or len(set(group_sets)) > 1:
-        return None
-    return (tenants[0] if tenants else None), (group_sets[0] if group_sets else None)
-
-
-def visible(rule: tuple[str | None, frozenset[str] | None], principal: Principal | None) -> bool:
-    tenant, groups = rule
-    if tenant is not None and (principal is None or principal.tenant != tenant):
-        return False
-    return groups is None or (principal is not None and bool(principal.groups & groups))
+def oracle(metadata: dict[str, Any], mapping: MetadataMapping) -> Rule | None:
+    """The rule the metadata restricts a document to, read through `mapping`; None when it
+    cannot be enforced as written."""
+    return expected_acl(metadata, mapping.tenant, mapping.groups)
 
 
 _NAMES_SEEN = ["acme", "globex", "staff", "board", "0", "1", "2"]
@@ -231,7 +146,7 @@ _PRINCIPALS = st.none() | st.builds(
 )
 
 
-def admitted_by(rule: tuple[str | None, frozenset[str] | None] | None) -> Principal | None:
+def admitted_by(rule: Rule | None) -> Principal | None:
     """A principal the rule admits (the anonymous caller when it cannot be enforced)."""
     if rule is None:
         return None
@@ -270,7 +185,7 @@ def test_acl_metadata_shapes_never_show_forbidden_text(
     sent = ask(path, documents, assembler, model, principal=principal, mapping=mapping)
     for i, rule in enumerate(rules):
         assert rule is not None
-        assert (f"marker{i}x{i}" in sent) == visible(rule, asking), (rule, asking)
+        assert (f"marker{i}x{i}" in sent) == may_see(asking, rule), (rule, asking)
 
 
 # --- ids made for documents that have none ---------------------------------------------------

@@ -29,6 +29,7 @@ from llamaindex_ctxbudget import (
     as_principal,
     to_chunk,
 )
+from tests.acl_oracle import acl_keys, expected_acl, may_see
 from tests.llamaindex.li_support import recording_llm
 
 
@@ -312,49 +313,8 @@ def test_to_chunk_value_of_the_wrong_shape_names_the_key(key: str, value: object
 # like access rules (the name grammar, spelt here by construction), how values are read,
 # when an error is justified, and what a principal may see.
 
-_NOUNS: list[tuple[str, tuple[str, ...]]] = [
-    ("tenant", ("tenant",)),
-    ("tenant", ("org",)),
-    ("tenant", ("organization",)),
-    ("tenant", ("organisation",)),
-    *(
-        ("groups", words)
-        for words in [
-            ("group",),
-            ("user", "group"),
-            ("security", "group"),
-            ("role",),
-            ("acl",),
-            ("permission",),
-            ("reader",),
-            ("access", "control"),
-            ("access", "level"),
-            ("visibility",),
-            ("access",),
-            ("audience",),
-        ]
-    ),
-]
-_QUALIFIERS = ["allowed", "authorized", "authorised", "permitted"]
 _PLAIN_KEYS = ["owner", "author", "users", "source", "category", "page_label"]
 _NAMES = ["acme", "globex", "staff", "board"]
-
-
-@st.composite
-def acl_keys(draw: st.DrawFn) -> tuple[str, str]:
-    """A key that names an access rule, in a random spelling, and the field it names."""
-    field, noun = draw(
-        st.sampled_from([*_NOUNS, ("groups", ("user",))])  # "user" only after a qualifier
-    )
-    qualifier = draw(st.sampled_from(_QUALIFIERS if noun == ("user",) else ["", *_QUALIFIERS]))
-    words = [w for w in (qualifier, *noun) if w]
-    suffix = draw(st.sampled_from(["", "s", "id", "ids"]))
-    if suffix == "s":
-        words[-1] += "s"
-    elif suffix:
-        words.append(suffix)
-    cased = [draw(st.sampled_from([w, w.upper(), w.title()])) for w in words]
-    return draw(st.sampled_from(["", "_", "-", ".", " "])).join(cased), field
 
 
 _VALUES = st.one_of(
@@ -366,59 +326,14 @@ _VALUES = st.one_of(
 )
 
 
-def _name(value: object) -> str | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return str(value)
-    return value if isinstance(value, str) and value else None
-
-
-class _RefusedError(Exception):
-    """The oracle's verdict: this metadata cannot be enforced as written."""
-
-
-def _field_value(metadata: dict[str, object], keys: list[str], field: str) -> object:
-    values = []
-    for key in keys:
-        value = metadata.get(key)
-        if value is None:
-            continue
-        items = value if isinstance(value, list) else [value]
-        names = [_name(item) for item in items]
-        if None in names or (field == "tenant" and len(names) != 1):
-            raise _RefusedError
-        values.append(names[0] if field == "tenant" else frozenset(names))
-    if any(v != values[0] for v in values[1:]):
-        raise _RefusedError
-    return values[0] if values else None
-
-
-def expected_acl(
-    metadata: dict[str, object], acl: dict[str, str], tenant: list[str], groups: list[str]
-) -> tuple[object, object]:
-    for key, value in metadata.items():
-        if key in acl and value is not None and key not in tenant and key not in groups:
-            raise _RefusedError
-    return _field_value(metadata, tenant, "tenant"), _field_value(metadata, groups, "groups")
-
-
-def may_see(principal: Principal | None, tenant: object, groups: object) -> bool:
-    if tenant is not None and (principal is None or principal.tenant != tenant):
-        return False
-    if groups is None:
-        return True
-    return principal is not None and bool(principal.groups & groups)  # type: ignore[operator]
-
-
 @st.composite
-def metadata_shapes(draw: st.DrawFn) -> tuple[dict[str, object], dict[str, str]]:
-    """Metadata with ACL-looking and plain keys, and which keys look like which field."""
-    acl = dict(draw(st.lists(acl_keys(), max_size=3)))
+def metadata_shapes(draw: st.DrawFn) -> dict[str, object]:
+    """Metadata with access-rule keys (the shared oracle's grammar) and plain keys."""
+    acl = [key for key, _ in draw(st.lists(acl_keys(), max_size=3))]
     plain = draw(st.lists(st.sampled_from(_PLAIN_KEYS), max_size=2, unique=True))
     metadata: dict[str, object] = {key: draw(_VALUES) for key in acl}
     metadata.update({key: draw(st.sampled_from(_NAMES)) for key in plain if key not in acl})
-    return metadata, acl
+    return metadata
 
 
 PRINCIPALS = st.one_of(
@@ -440,21 +355,20 @@ PRINCIPALS = st.one_of(
     per_query=st.booleans(),
 )
 def test_forbidden_text_never_reaches_the_llm_for_any_metadata_shape(
-    node_shape: tuple[dict[str, object], dict[str, str]],
-    document_shape: tuple[dict[str, object], dict[str, str]],
+    node_shape: dict[str, object],
+    document_shape: dict[str, object],
     placement: str,
     mapped: st.DataObject,
     principal: Principal | None,
     per_query: bool,
 ) -> None:
-    node_metadata, node_acl = node_shape
-    document_metadata, document_acl = document_shape
+    node_metadata, document_metadata = node_shape, document_shape
     if placement == "node":
-        document_metadata, document_acl = {}, {}
+        document_metadata = {}
     elif placement == "document":
-        node_metadata, node_acl = {}, {}
+        node_metadata = {}
     elif placement == "copied":  # SentenceSplitter(include_metadata=True): the same keys
-        node_metadata, node_acl = dict(document_metadata), dict(document_acl)
+        node_metadata = dict(document_metadata)
     keys = sorted({*node_metadata, *document_metadata, "tenant", "groups"})
     tenant = mapped.draw(st.lists(st.sampled_from(keys), max_size=2, unique=True))
     groups = mapped.draw(
@@ -465,19 +379,17 @@ def test_forbidden_text_never_reaches_the_llm_for_any_metadata_shape(
         )
     )
     groups = [k for k in groups if k not in tenant]
-    try:
-        own = expected_acl(node_metadata, node_acl, tenant, groups)
-        inherited = expected_acl(document_metadata, document_acl, tenant, groups)
-        for mine, theirs in zip(own, inherited, strict=True):
-            if mine is not None and theirs is not None and mine != theirs:
-                raise _RefusedError
-        verdict: bool | None = may_see(
-            principal,
-            own[0] if own[0] is not None else inherited[0],
-            own[1] if own[1] is not None else inherited[1],
-        )
-    except _RefusedError:
-        verdict = None
+    own = expected_acl(node_metadata, tenant, groups)
+    inherited = expected_acl(document_metadata, tenant, groups)
+    verdict: bool | None = None
+    if own is not None and inherited is not None:
+        pairs = list(zip(own, inherited, strict=True))
+        if all(mine is None or theirs is None or mine == theirs for mine, theirs in pairs):
+            rule = (
+                (own[0] if own[0] is not None else inherited[0]),
+                (own[1] if own[1] is not None else inherited[1]),
+            )
+            verdict = may_see(principal, rule)
     event({None: "refused", True: "shown", False: "forbidden"}[verdict])
 
     source = RelatedNodeInfo(node_id="document", metadata=document_metadata)
