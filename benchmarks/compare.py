@@ -9,7 +9,7 @@ and reused, as an app would.
 
     python -m benchmarks.compare                # everything, medians of 15
     python -m benchmarks.compare --repeat 5     # quicker
-    python -m benchmarks.compare --only peers   # or: scaling, dedup, memory
+    python -m benchmarks.compare --only peers   # or: scaling, dedup, repack, memory
 
 Peers that are not installed are skipped with a note: ``pip install -e '.[bench]'``.
 Times are CPU time of this process (``time.process_time``), so other load on the machine
@@ -412,6 +412,46 @@ def dedup_cost(repeat: int, clock: Clock) -> None:
     )
 
 
+def repack_cost(repeat: int, clock: Clock) -> None:
+    """`ContextBudgetPromptHelper.repack` of 250, 500 and 1,000 texts (a 4,096-token window):
+    its time against one encode of the same texts, and against the 250-text case."""
+    if importlib.util.find_spec("llama_index") is None:
+        print("\n(repack skipped: pip install -e '.[bench]')")
+        return
+    from llama_index.core.prompts import PromptTemplate
+
+    from llamaindex_ctxbudget import ContextBudgetPromptHelper
+
+    template = PromptTemplate("Context:\n{context_str}\nQuestion: What now?\nAnswer: ")
+    print(
+        "\nContextBudgetPromptHelper.repack, plain texts of ~50 tokens into a 4,096-token "
+        "window (medians; ratio to one encode of the texts joined)\n"
+    )
+    print("| texts | time | x one encode | x the 250 case | contexts |")
+    print("|---:|---:|---:|---:|---:|")
+    first = 0.0
+    for n in (250, 500, 1_000):
+        note = "Note {}.{}: the depot in city {} opens at {}. "
+        batches = [
+            [note.format(seed, i, i, i % 12 + 6) * 3 for i in range(n)]
+            for seed in range(repeat + 1)
+        ]
+        encode = each(lambda texts: ENCODER.encode_ordinary("\n\n".join(texts)), batches)
+
+        def pack(texts: list[str]) -> list[str]:
+            helper = ContextBudgetPromptHelper(
+                tokenizer=ENCODING, context_window=4_096, num_output=256
+            )
+            return helper.repack(template, texts)
+
+        seconds, ratio, packed = timed(clock, each(pack, batches), encode, repeat)
+        first = first or seconds
+        print(
+            f"| {n:,} | {seconds * 1e3:.1f} ms | {ratio:.2f}x | {seconds / first:.2f}x | "
+            f"{len(packed)} |"
+        )
+
+
 def print_table(title: str, reference: float, size: int, rows: list[Row]) -> None:
     print(f"\n{title} (medians; prompt of {size:,} tokens; budget {BUDGET:,})\n")
     print("| method | time | x one encode | output tokens | limit | compliance |")
@@ -493,7 +533,7 @@ def memory() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--only", choices=["peers", "scaling", "dedup", "memory"])
+    parser.add_argument("--only", choices=["peers", "scaling", "dedup", "repack", "memory"])
     parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
     parser.add_argument("--probe-traced", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--probe-rss", type=int, help=argparse.SUPPRESS)
@@ -514,6 +554,8 @@ def main() -> None:
         scaling(args.repeat, clock)
     if args.only in (None, "dedup"):
         dedup_cost(args.repeat, clock)
+    if args.only in (None, "repack"):
+        repack_cost(args.repeat, clock)
     if args.only in (None, "memory"):
         memory()
 
