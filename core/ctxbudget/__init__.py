@@ -12,6 +12,7 @@ from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
 from ctxbudget._budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
 from ctxbudget._citations import CitationCheck
+from ctxbudget._conversation import HistoryOptions
 from ctxbudget._errors import (
     BudgetError,
     ContextBudgetError,
@@ -24,7 +25,7 @@ from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_se
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
-from ctxbudget._report import Dropped, Report
+from ctxbudget._report import Dropped, Report, SummarySpan
 from ctxbudget._result import (
     AnthropicMessage,
     AnthropicPrompt,
@@ -93,6 +94,7 @@ __all__ = [
     "Escalation",
     "FenceMode",
     "FencedSource",
+    "HistoryOptions",
     "HuggingFaceTokenizer",
     "InputError",
     "Message",
@@ -109,6 +111,7 @@ __all__ = [
     "Source",
     "SourceFormat",
     "SourceOptions",
+    "SummarySpan",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",

@@ -11,14 +11,15 @@ from typing import Any
 from ctxbudget._allocate import Allocated, allocate
 from ctxbudget._budget import Budget, Claimant
 from ctxbudget._claims import ListClaim, text_claim
+from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
 from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._exact import Rendered, render_exactly
 from ctxbudget._fence import fence_rule, neutralise_section
-from ctxbudget._history import HistoryClaim
+from ctxbudget._history import Entry, HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
 from ctxbudget._prefix import prefix_hash, volatile_parts
-from ctxbudget._report import Dropped, DropRun, Report
+from ctxbudget._report import Dropped, DropRun, Report, SummarySpan
 from ctxbudget._result import Assembled, Source
 from ctxbudget._sources.claim import RetrievedClaim
 from ctxbudget._sources.permit import check_principal
@@ -58,6 +59,7 @@ class ContextAssembler:
         tokenizer: str | Tokenizer,
         budget: Budget | None = None,
         sources: SourceOptions | None = None,
+        history: HistoryOptions | None = None,
         fence_rule: bool = True,
         native_tools: bool = False,
         cache_size: int = 16_384,
@@ -68,10 +70,13 @@ class ContextAssembler:
                 `Tokenizer` (see `CallableTokenizer`, `HuggingFaceTokenizer`).
             budget: defaults to `Budget.default()`.
             sources: how retrieved sources are chosen and shown; defaults to `SourceOptions()`.
+            history: how history makes room (tool-result clearing, summaries); defaults to
+                `HistoryOptions()`.
             fence_rule: append the untrusted-data rule to the system prompt.
             native_tools: keep tools out of the text, for the provider's tools parameter
                 (`Assembled.tool_schemas`); their schemas still count against the budget.
-            cache_size: how many texts' token counts to remember across requests.
+            cache_size: how many texts' token counts (and history summaries) to remember
+                across requests.
         """
         if isinstance(tokenizer, str):
             tokenizer = get_tokenizer(tokenizer)
@@ -85,8 +90,15 @@ class ContextAssembler:
                 f"sources must be a SourceOptions, not {type(sources).__name__}; build it with "
                 "SourceOptions(order=..., dedup=..., ...)"
             )
+        if history is not None and not isinstance(history, HistoryOptions):
+            raise TypeError(
+                f"history must be a HistoryOptions, not {type(history).__name__}; build it with "
+                "HistoryOptions(keep_tool_results=..., summarize=..., ...)"
+            )
         self.budget = Budget.default() if budget is None else budget
         self.sources = SourceOptions() if sources is None else sources
+        self.history = HistoryOptions() if history is None else history
+        self._summaries = SummaryCache(cache_size)
         self.fence_rule = fence_rule
         self.native_tools = native_tools
         self.counter = TokenCounter(tokenizer, maxsize=cache_size)
@@ -94,7 +106,7 @@ class ContextAssembler:
     def assemble(
         self,
         *,
-        question: str,
+        question: str | None = None,
         system: str | None = None,
         chunks: Sequence[Chunk] = (),
         history: Sequence[Turn] = (),
@@ -103,23 +115,44 @@ class ContextAssembler:
         memory: str | None = None,
         principal: Principal | None = None,
         now: datetime | None = None,
+        summarize: Summarize | None = None,
     ) -> Assembled:
-        """Build one prompt. Raises `ContextBudgetError` when a floor or a priority-0 part
-        cannot fit; everything left out otherwise is listed in `report.dropped`.
+        """Build one prompt. Raises `ContextBudgetError` when a floor, a priority-0 part or
+        the history's latest unit cannot fit; everything left out otherwise is listed in
+        `report.dropped`.
 
         Args:
-            question: the user's original question, sent once, last.
+            question: the user's original question, sent once, last. None continues the
+                conversation in `history` (an agent's call after a tool result), which then
+                ends with the user's message or tool results: the prompt has no question, the
+                history's latest unit is always sent, and the messages end with it (or with
+                memory and sources after it).
             principal: who is asking; chunks they may not see never enter the prompt.
             now: the reference time for freshness notes; defaults to the current time.
+            summarize: for this call in place of `HistoryOptions.summarize` (README
+                "Summaries": how an async summariser takes part).
         """
-        question = _required_text("question", question)
+        history = sequence_of("history", history, Turn)
+        if question is not None or not history:
+            question = _required_text("question", question)
+        elif history[-1].role == "assistant":
+            raise InputError(
+                f"question=None continues the conversation in history, which must then end with "
+                f"what the model answers (the user's message or tool results), but "
+                f"history[{len(history) - 1}] is an assistant turn; pass the user's next message "
+                "as question=..., or leave that turn out"
+            )
+        elif not any(turn.content.strip() for turn in history):
+            raise InputError(
+                "question=None continues the conversation in history, but every history turn "
+                "is blank, so there is nothing to send; pass question=..."
+            )
         system = _text("system", system)
         examples = _text("examples", examples)
         # Memory is often derived from user data: it may not forge a frame, source or turn.
         memory = _text("memory", memory)
         memory = None if memory is None else self.counter.rewritten(memory, neutralise_section)
         chunks = check_chunks(chunks)
-        history = sequence_of("history", history, Turn)
         tools = sequence_of("tools", tools, Tool)
         principal = check_principal(principal, self.sources.access)
         if system is not None and self.fence_rule:
@@ -127,7 +160,7 @@ class ContextAssembler:
 
         given: dict[Claimant, bool] = {
             "system": bool(system),
-            "question": True,
+            "question": question is not None,
             "retrieved": bool(chunks),
             "examples": bool(examples),
             "tools": bool(tools),
@@ -157,7 +190,15 @@ class ContextAssembler:
                     now=now,
                 )
             elif name == "history":
-                claims[name] = HistoryClaim(allocation, history, counter=counter)
+                claims[name] = HistoryClaim(
+                    allocation,
+                    history,
+                    counter=counter,
+                    options=self.history,
+                    summarize=summarize,
+                    summaries=self._summaries,
+                    keep_latest=question is None,
+                )
             elif name == "tools":
                 claims[name] = tools_claim(
                     allocation, tools, counter=counter, native=self.native_tools
@@ -166,7 +207,7 @@ class ContextAssembler:
                 claims[name] = text_claim(
                     allocation, texts[name], counter=counter, frame=FRAMES[name]
                 )
-        allocated = allocate(list(claims.values()), self.budget.available)
+        allocated = _allocate(claims, self.budget.available)
         _require_whole_strings(claims, allocated)
         rendered = render_exactly(claims, allocated, self.budget.available, counter)
         retrieved = claims.get("retrieved")
@@ -209,14 +250,25 @@ class ContextAssembler:
         *,
         max_tokens: int | None = None,
         min_tokens: int | None = None,
+        summarize: Summarize | None = None,
     ) -> TrimmedHistory:
         """Conversation turns alone, trimmed to `max_tokens` (README "How each claimant
-        shrinks"): the first turn, the most recent that fit, gap markers between.
+        shrinks"): the latest unit, the first, the most recent that fit, old tool results
+        cleared first, gap markers (or summaries) between; the assembler's `HistoryOptions`.
 
-        `max_tokens` and `min_tokens` default to the budget's `history` allocation.
+        `max_tokens` and `min_tokens` default to the budget's `history` allocation;
+        `summarize` as in `assemble`.
         """
         max_tokens, min_tokens = self._range("history", max_tokens, min_tokens)
-        return trim_with(self.counter, turns, max_tokens=max_tokens, min_tokens=min_tokens)
+        return trim_with(
+            self.counter,
+            turns,
+            max_tokens=max_tokens,
+            min_tokens=min_tokens,
+            options=self.history,
+            summaries=self._summaries,
+            summarize=summarize,
+        )
 
     def _range(
         self, name: Claimant, max_tokens: int | None, min_tokens: int | None
@@ -257,11 +309,13 @@ class ContextAssembler:
                 )
 
         history_claim = claims.get("history")
-        history = (
-            tuple(history_claim.messages(fits["history"]))
-            if isinstance(history_claim, HistoryClaim)
-            else ()
-        )
+        entries: tuple[Entry, ...] = ()
+        cleared: tuple[Dropped, ...] = ()
+        summaries: tuple[SummarySpan, ...] = ()
+        if isinstance(history_claim, HistoryClaim):
+            entries = history_claim.entries(fits["history"])
+            cleared = tuple(history_claim.cleared(fits["history"]))
+            summaries = tuple(history_claim.summary_spans(fits["history"]))
         tail = SECTION_SEPARATOR.join(sections[n] for n in TAIL if sections.get(n))
         retrieved = claims.get("retrieved")
         sources: tuple[Source, ...] = ()
@@ -293,17 +347,42 @@ class ContextAssembler:
             ),
             prefix_warnings=warnings,
             final_check_drops=rendered.drops,
+            cleared=cleared,
+            summaries=summaries,
         )._defer_dropped(dropped)
         _log(report, self.budget, left_out)
         return Assembled(
             text=rendered.text,
             prefix=prefix,
-            history=history,
+            history=tuple((entry.role, entry.content) for entry in entries),
+            history_turns=tuple(entry.position for entry in entries),
+            cleared=tuple(e.position for e in entries if e.cleared and e.position is not None),
             tail=tail,
             sources=sources,
             tools=tools_kept,
             report=report,
         )
+
+
+def _allocate(claims: dict[Claimant, ListClaim[Any]], available: int) -> Allocated:
+    """`allocate`, with the error naming the history's latest unit when its floor is what
+    could not be met (the allocator knows only that history's min was)."""
+    try:
+        return allocate(list(claims.values()), available)
+    except ContextBudgetError as error:
+        history = claims.get("history")
+        if (
+            isinstance(history, HistoryClaim)
+            and history.latest_binds
+            and error.claimant == "history"
+        ):
+            raise history.latest_error(
+                error.needed,
+                error.left,
+                f"the higher-priority claimants' floors leave {error.left:,}; raise the budget "
+                "total, lower their floors, or shorten the latest message",
+            ) from None
+        raise
 
 
 def _text(name: str, value: object) -> str | None:
@@ -327,7 +406,8 @@ def _text(name: str, value: object) -> str | None:
 def _required_text(name: str, value: object) -> str:
     text = _text(name, value)
     if text is None or not text.strip():
-        raise InputError(f"{name} must be a non-empty str, but got {value!r}")
+        hint = "" if value is not None else " (None only with history=..., to continue it)"
+        raise InputError(f"{name} must be a non-empty str, but got {value!r}{hint}")
     return text
 
 

@@ -517,7 +517,11 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 class Turn(_Input):
-    """One message of the conversation so far."""
+    """One message of the conversation so far.
+
+    An adapter passes one turn per framework message, so a gap marker's count is a count
+    of messages; `group` keeps a tool call and its results together.
+    """
 
     role: Role = Field(description="Who said it: system, user, assistant or tool.")
     content: Text = Field(description="What was said.")
@@ -525,6 +529,30 @@ class Turn(_Input):
         default=None,
         description="Names the turn in reports; defaults to its position, e.g. history[3].",
     )
+    group: _Id | None = Field(
+        default=None,
+        description=(
+            "Consecutive turns with the same group are one unit, kept or dropped together: "
+            "an assistant turn that calls tools and the tool turns answering it. None: the "
+            "turn is a unit of its own."
+        ),
+    )
+    name: _Id | None = Field(
+        default=None,
+        description=(
+            "For a tool turn, the name of the tool whose result it is; shown when the result "
+            "is cleared. Only tool turns take one."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _name_only_on_tool_turns(self) -> Self:
+        if self.name is not None and self.role != "tool":
+            raise ValueError(
+                f"name is the tool's name of a tool turn, but this turn's role is "
+                f"{self.role!r}; leave name out, or set role='tool'"
+            )
+        return self
 
 
 class Tool(_Input):

@@ -10,14 +10,45 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._budget import Claimant
 
-__all__ = ["DeferredDropped", "DropReason", "DropRun", "Dropped", "ItemKind", "Report", "records"]
+__all__ = [
+    "DeferredDropped",
+    "DropReason",
+    "DropRun",
+    "Dropped",
+    "ItemKind",
+    "Report",
+    "SummaryOutcome",
+    "SummarySpan",
+    "nothing_in",
+    "records",
+]
 
-DropReason = Literal["forbidden", "below_floor", "duplicate", "empty", "oversize", "over_budget"]
-"""Why an item was left out.
+DropReason = Literal[
+    "forbidden",
+    "below_floor",
+    "duplicate",
+    "empty",
+    "oversize",
+    "over_budget",
+    "summarized",
+    "cleared",
+]
+"""Why an item was left out, or (cleared) cut down to a placeholder.
 
 forbidden: the principal may not see it. below_floor: under the relevance floor.
 duplicate: a near-copy of a better-ranked kept chunk. empty: no text.
 oversize: larger than all the space its claimant got. over_budget: did not fit in what was left.
+summarized: a history turn left out, covered by the summary standing in its place.
+cleared: a tool result kept with a placeholder in place of its content (`Report.cleared`).
+"""
+
+SummaryOutcome = Literal["summarized", "cached", "none", "empty", "failed", "too_long"]
+"""What stands where history turns were left out, when a summariser is set.
+
+summarized: a summary the summariser wrote for this request. cached: a summary of the
+same turns written earlier. The others fall back to the gap marker: none (it returned
+None), empty (blank text), failed (it raised or returned something else), too_long (more
+than `HistoryOptions.summary_tokens`).
 """
 
 ItemKind = Literal["chunk", "document", "turn", "tool", "text"]
@@ -45,7 +76,9 @@ class Dropped(BaseModel):
         description="Why it was left out: forbidden (the principal may not see it), "
         "below_floor (under min_relevance), duplicate (near-copy of a better-ranked kept "
         "chunk), empty (no text), oversize (larger than all the space its claimant got), "
-        "over_budget (did not fit in what was left)."
+        "over_budget (did not fit in what was left), summarized (a history turn a summary "
+        "stands in for), cleared (a tool result kept, its content replaced by a placeholder; "
+        "listed in Report.cleared, not in Report.dropped)."
     )
     tokens: int | None = Field(
         default=None,
@@ -201,6 +234,30 @@ class DeferredDropped:
             return _get(self, name)
 
 
+def nothing_in(value: tuple[object, ...]) -> bool:
+    """Whether a tuple of records is empty: such a field stays out of dumps and log records."""
+    return not value
+
+
+class SummarySpan(BaseModel):
+    """One run of history turns left out while a summariser was set, and what stands there.
+
+    The turns are ``history[start:stop]``: what an async adapter summarises itself between
+    two assemblies (README "Summaries"). Ids and numbers only, never text.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int = Field(description="Index of the first turn left out.")
+    stop: int = Field(description="Index after the last turn left out (exclusive).")
+    ids: tuple[str, ...] = Field(description="The left-out turns' ids (Turn.id, else history[i]).")
+    outcome: SummaryOutcome = Field(
+        description="summarized or cached: a summary stands there; none, empty, failed or "
+        "too_long: the summariser gave nothing usable (returned None, blank text, raised, or "
+        "wrote more than summary_tokens) and the gap marker stands there."
+    )
+
+
 class Report(DeferredDropped, BaseModel):
     """Every decision of one assembly; also logged as one structured record.
 
@@ -270,4 +327,17 @@ class Report(DeferredDropped, BaseModel):
     final_check_drops: int = Field(
         description="Items dropped because the exact count of the final text came out over "
         "the per-item estimate."
+    )
+    cleared: tuple[Dropped, ...] = Field(
+        default=(),
+        exclude_if=nothing_in,
+        description="History tool results kept with a placeholder in place of their content "
+        "(reason cleared; tokens is what the turn cost before), oldest first. Left out of "
+        "dumps when empty.",
+    )
+    summaries: tuple[SummarySpan, ...] = Field(
+        default=(),
+        exclude_if=nothing_in,
+        description="When a summariser is set: each run of history turns left out, in order, "
+        "and whether a summary or the gap marker stands there. Left out of dumps when empty.",
     )

@@ -37,8 +37,9 @@ MessageStyle = Literal["generic", "openai", "anthropic"]
 """Which chat API `Assembled.messages` shapes its output for."""
 
 CONVERSATION_START: Final = "[conversation start]"
-"""The user note put before a history that opens with an assistant turn, in the Anthropic
-style: the Messages API wants the first message from the user."""
+"""The user note put before a history that opens with an assistant turn, in the OpenAI and
+Anthropic styles: after the system prompt, a request starts with the user (the Messages API
+requires it)."""
 
 
 class CacheControl(TypedDict):
@@ -153,11 +154,23 @@ class Assembled(BaseModel):
     )
     history: tuple[tuple[Role, str], ...] = Field(
         description="Kept conversation turns as (role, content), in order; a gap marker such "
-        "as ('user', '[… 3 messages omitted …]') stands where turns were left out."
+        "as ('user', '[… 3 messages omitted …]'), or a summary, stands where turns were left "
+        "out; a cleared tool result's content is its placeholder."
+    )
+    history_turns: tuple[int | None, ...] = Field(
+        default=(),
+        description="For each entry of `history`: the index of the input turn it is, or None "
+        "for a gap marker or summary. What an adapter maps back to its own messages.",
+    )
+    cleared: tuple[int, ...] = Field(
+        default=(),
+        description="Indices of the kept history turns whose content was cleared (their entry "
+        "in `history` holds the placeholder to send), ascending.",
     )
     tail: str = Field(
         description="Everything after the history: memory, the fenced sources and the "
-        "question. The last chat message carries it."
+        "question; '' when there are none (question=None continues the history). The last "
+        "chat message carries it."
     )
     sources: tuple[Source, ...] = Field(
         description="What each [n] in the prompt refers to, in prompt order."
@@ -182,13 +195,15 @@ class Assembled(BaseModel):
         self, *, style: MessageStyle = "generic"
     ) -> list[Message] | list[OpenAIMessage] | AnthropicPrompt:
         """The prompt as chat messages: the cacheable prefix first, the history, then one
-        user message ending with `tail` (memory, sources, question).
+        user message ending with `tail` (memory, sources, question). Without a question and
+        a tail (``assemble(question=None)``), the messages end with the history's latest unit.
 
         - ``"openai"``: a list for ``client.chat.completions.create(messages=...)``. The
           prefix is one system message (a string; OpenAI caches prefixes on its own).
           History ``system`` and ``tool`` turns become user messages labelled
           ``System:`` / ``Tool:`` (a tool message needs a ``tool_call_id`` the history
-          does not have).
+          does not have); a history that opens with the assistant gets
+          `CONVERSATION_START` before it.
         - ``"anthropic"``: ``{"system": [...], "messages": [...]}`` for
           ``client.messages.create(**...)``. The prefix is the system blocks, the last
           one marked with ``cache_control``. Messages alternate user/assistant and start
@@ -224,17 +239,20 @@ class Assembled(BaseModel):
         if self.prefix:
             out.append({"role": "system", "content": self._system_blocks()})
         out.extend({"role": role, "content": content} for role, content in self.history)
-        out.append({"role": "user", "content": self.tail})
+        if self.tail:
+            out.append({"role": "user", "content": self.tail})
         return out
 
     def _openai(self) -> list[OpenAIMessage]:
         out: list[OpenAIMessage] = []
         if self.prefix:
             out.append({"role": "system", "content": self.prefix_text})
-        for role, content in self.history:
-            speaker, text = _user_or_assistant(role, content)
-            out.append({"role": speaker, "content": text})
-        out.append({"role": "user", "content": self.tail})
+        turns = [_user_or_assistant(role, content) for role, content in self.history]
+        if turns and turns[0][0] == "assistant":
+            turns.insert(0, ("user", CONVERSATION_START))
+        out.extend({"role": speaker, "content": text} for speaker, text in turns)
+        if self.tail:
+            out.append({"role": "user", "content": self.tail})
         return out
 
     def _anthropic(self) -> AnthropicPrompt:
@@ -242,7 +260,8 @@ class Assembled(BaseModel):
         turns = [turn for turn in turns if turn[1].strip()]
         if turns and turns[0][0] == "assistant":
             turns.insert(0, ("user", CONVERSATION_START))
-        turns.append(("user", self.tail))
+        if self.tail:
+            turns.append(("user", self.tail))
         messages: list[AnthropicMessage] = []
         for speaker, text in turns:
             block: TextBlock = {"type": "text", "text": text}

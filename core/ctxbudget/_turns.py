@@ -1,9 +1,10 @@
 """Conversation history on its own: turns and a token budget in, the turns to send out.
 
 `trim_turns` is the history claimant of `ContextAssembler` (README "How each claimant
-shrinks") without the rest of the prompt: the first turn, then the most recent that
-fit, a gap marker wherever turns are missing, and the exact count of the result. The
-adapters use it to trim a framework's message list.
+shrinks") without the rest of the prompt: the latest unit, the first, then the most
+recent that fit, old tool results cleared first, a gap marker (or a summary) wherever
+turns are missing, and the exact count of the result. The adapters use it to trim a
+framework's message list.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._allocate import allocate
 from ctxbudget._budget import Allocation
+from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
 from ctxbudget._exact import render_exactly
 from ctxbudget._fence import neutralise_section
 from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Role, Turn, check_token_range, sequence_of
-from ctxbudget._report import Dropped
+from ctxbudget._report import Dropped, SummarySpan, nothing_in
 from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
 
 __all__ = ["ToolCall", "TrimmedHistory", "message_text", "trim_turns", "trim_with"]
@@ -73,8 +75,9 @@ class TrimmedHistory(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     messages: tuple[tuple[Role, str], ...] = Field(
-        description="Kept turns as (role, content) in order, with a gap marker as a user "
-        "note wherever turns are missing."
+        description="Kept turns as (role, content) in order, with a gap marker (or a summary) "
+        "as a user note wherever turns are missing; a cleared tool result's content is its "
+        "placeholder."
     )
     kept: tuple[int, ...] = Field(description="Indices of the kept turns in the input, ascending.")
     gaps: tuple[tuple[int, int], ...] = Field(
@@ -84,6 +87,18 @@ class TrimmedHistory(BaseModel):
     tokens: int = Field(description="Exact token count of text.")
     budget: int = Field(description="The max_tokens the history was trimmed to.")
     dropped: tuple[Dropped, ...] = Field(description="Every turn left out, by id or position.")
+    cleared: tuple[int, ...] = Field(
+        default=(),
+        exclude_if=nothing_in,
+        description="Indices of the kept tool turns whose content was replaced by a placeholder "
+        "(in messages), ascending. Left out of dumps when empty.",
+    )
+    summaries: tuple[SummarySpan, ...] = Field(
+        default=(),
+        exclude_if=nothing_in,
+        description="When a summariser is set: each run of left-out turns and whether a summary "
+        "or the gap marker stands there. Left out of dumps when empty.",
+    )
 
 
 def trim_turns(
@@ -92,41 +107,73 @@ def trim_turns(
     max_tokens: int,
     tokenizer: str | Tokenizer,
     min_tokens: int = 0,
+    options: HistoryOptions | None = None,
 ) -> TrimmedHistory:
-    """Keep the first turn and the most recent turns that fit in `max_tokens`, counted exactly.
+    """Keep the latest unit, the first and the most recent units that fit in `max_tokens`,
+    counted exactly; old tool results are cleared before whole units go (`options`).
 
-    For repeated calls prefer `ContextAssembler.trim_history`, which keeps token counts
-    cached across requests.
+    Raises `ContextBudgetError` when the latest unit alone does not fit. For repeated calls
+    prefer `ContextAssembler.trim_history`, which keeps token counts and summaries cached
+    across requests.
     """
     counter = TokenCounter(get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer)
-    return trim_with(counter, turns, max_tokens=max_tokens, min_tokens=min_tokens)
+    return trim_with(
+        counter,
+        turns,
+        max_tokens=max_tokens,
+        min_tokens=min_tokens,
+        options=_options(options),
+        summaries=SummaryCache(),
+    )
+
+
+def _options(options: object) -> HistoryOptions:
+    if options is None:
+        return HistoryOptions()
+    if not isinstance(options, HistoryOptions):
+        raise TypeError(
+            f"options must be a HistoryOptions, not {type(options).__name__}; build it with "
+            "HistoryOptions(keep_tool_results=..., summarize=..., ...)"
+        )
+    return options
 
 
 def trim_with(
-    counter: TokenCounter, turns: Sequence[Turn], *, max_tokens: int, min_tokens: int
+    counter: TokenCounter,
+    turns: Sequence[Turn],
+    *,
+    max_tokens: int,
+    min_tokens: int,
+    options: HistoryOptions,
+    summaries: SummaryCache,
+    summarize: Summarize | None = None,
 ) -> TrimmedHistory:
-    """`trim_turns` with a given counter (the assembler's, whose cache outlives a call)."""
+    """`trim_turns` with a given counter and summary cache (the assembler's, which outlive a
+    call); `summarize` overrides `options.summarize` for this call."""
     turns = sequence_of("turns", turns, Turn)
     max_tokens, min_tokens = check_token_range(max_tokens, min_tokens)
     allocation = Allocation("history", min=min_tokens, max=max_tokens, priority=1)
-    claim = HistoryClaim(allocation, turns, counter=counter)
+    claim = HistoryClaim(
+        allocation,
+        turns,
+        counter=counter,
+        options=options,
+        summarize=summarize,
+        summaries=summaries,
+    )
     rendered = render_exactly(
         {"history": claim}, allocate([claim], max_tokens), max_tokens, counter
     )
     fit = rendered.fits["history"]
-    kept = tuple(index for index, _ in claim.kept(fit))
-    gaps: list[tuple[int, int]] = []
-    expected = 0
-    for index in (*kept, len(turns)) if kept else ():
-        if index > expected:
-            gaps.append((expected, index))
-        expected = index + 1
+    entries = claim.entries(fit)
     return TrimmedHistory(
-        messages=tuple(claim.messages(fit)),
-        kept=kept,
-        gaps=tuple(gaps),
+        messages=tuple((entry.role, entry.content) for entry in entries),
+        kept=tuple(entry.position for entry in entries if entry.position is not None),
+        gaps=tuple(claim.gaps(fit)),
         text=rendered.text,
         tokens=rendered.total,
         budget=max_tokens,
         dropped=tuple(claim.drops(fit)),
+        cleared=tuple(e.position for e in entries if e.cleared and e.position is not None),
+        summaries=tuple(claim.summary_spans(fit)),
     )

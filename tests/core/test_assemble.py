@@ -467,7 +467,12 @@ def test_ten_thousand_chunks_stay_within_budget_and_are_all_accounted_for(
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"question": None}, r"question must be a non-empty str"),
+        ({"question": None}, r"question must be a non-empty str, but got None \(None only with "),
+        (
+            {"history": [Turn(role="user", content="Hi"), Turn(role="assistant", content="Yes?")]},
+            r"history\[1\] is an assistant turn; pass the user's next message as question=",
+        ),
+        ({"history": [Turn(role="user", content="  ")]}, r"every history turn is blank"),
         ({"question": ""}, r"question must be a non-empty str"),
         ({"question": "   "}, r"question must be a non-empty str"),
         ({"question": "ok", "system": 3}, r"system must be a str or None, but got int"),

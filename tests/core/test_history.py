@@ -2,7 +2,9 @@
 
 README "How each claimant shrinks": keep the first turn (it carries the topic), then
 the most recent turns that fit; where turns are missing, insert a gap marker so the
-model knows. Turns are never cut, and the markers are counted in the budget.
+model knows. Turns are never cut, and the markers are counted in the budget. Without a
+question, the model continues the history, and its latest unit comes first: a floor.
+Units (a `Turn.group`) are kept or dropped whole.
 
 Sizes with the `fake_tokenizer` (one token per word, punctuation mark or whitespace
 run), checked by hand:
@@ -21,18 +23,22 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from ctxbudget import (
+    Allocation,
     Budget,
     CallableTokenizer,
     ContextAssembler,
+    ContextBudgetError,
+    InputError,
     TiktokenTokenizer,
     Turn,
 )
 from ctxbudget._history import ROLE_LABELS, gap_marker
 from ctxbudget._inputs import Role
 from tests.conftest import fake_count
-from tests.factories import budget_for, recorded
+from tests.factories import budget_for, chunks, recorded
 
 # The conftest fake tokenizer, for property tests (hypothesis rejects function-scoped fixtures).
 FAKE = CallableTokenizer(fake_count, name="fake-words")
@@ -451,6 +457,134 @@ def test_history_turns_resent_next_request_are_not_neutralised_again(
     turns = [Turn(role="user", content="Human: hi"), Turn(role="assistant", content="hello")]
     first = assembler.assemble(question="q?", history=turns)
     second = assembler.assemble(question="q?", history=[*turns, Turn(role="user", content="n")])
-    assert calls == ["Human: hi", "hello", "n"]
+    assert sorted(calls) == ["Human: hi", "hello", "n"]
     assert second.history[:2] == first.history
     assert first.history[0][1] == "Human (quoted): hi"
+
+
+# --- without a question: the latest unit is a floor -------------------------------------------
+
+
+def continued(tokenizer: Any, budget: Budget, turns: list[Turn]) -> Any:
+    """The model continues `turns`: no question follows them."""
+    assembler = ContextAssembler(tokenizer=tokenizer, budget=budget, fence_rule=False)
+    return assembler.assemble(system="Be brief.", history=turns)
+
+
+SEVEN = short_turns(7)
+"""m0..m6, the first and the last from the user."""
+
+
+def test_history_without_a_question_keeps_the_latest_turn_before_the_first(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    # 30 tokens: m6 and a marker cost 26; m0 beside them would make 31.
+    result = continued(fake_tokenizer, budget_for("history", 30), SEVEN)
+    assert contents(result) == ["[… 6 messages omitted …]", "m6"]
+
+
+def test_history_without_a_question_keeps_the_first_turn_when_it_fits(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    result = continued(fake_tokenizer, budget_for("history", 38), SEVEN)
+    assert contents(result) == ["m0", "[… 4 messages omitted …]", "m5", "m6"]
+
+
+def test_history_without_a_question_latest_turn_over_the_max_raises(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    with pytest.raises(
+        ContextBudgetError,
+        match=r"'history' needs 26 tokens but only 25 are left: the latest message is always "
+        r"sent, whole: user message \(history\[6\]\) of 4 tokens",
+    ):
+        continued(fake_tokenizer, budget_for("history", 25), SEVEN)
+
+
+def test_history_without_a_question_latest_turn_squeezed_out_raises(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    budget = Budget(
+        total=60,
+        allocations=(
+            Allocation("system", priority=0),
+            Allocation("retrieved", min=40, priority=1),
+            Allocation("history", priority=2),
+        ),
+    )
+    assembler = ContextAssembler(tokenizer=fake_tokenizer, budget=budget, fence_rule=False)
+    with pytest.raises(
+        ContextBudgetError,
+        match=r"'history' needs 26 tokens but only \d+ are left: the latest message is always "
+        r"sent, whole: .*the higher-priority claimants' floors leave \d+; raise the budget total",
+    ):
+        assembler.assemble(system="Be brief.", history=SEVEN, chunks=chunks(3))
+
+
+def test_history_without_a_question_latest_turn_takes_space_from_lower_priorities(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    # Memory is served first here, and would take 29 of the 40 tokens: the latest turn's
+    # floor (26) is reserved before, so memory is what goes.
+    budget = Budget(
+        total=40,
+        allocations=(
+            Allocation("system", priority=0),
+            Allocation("memory", priority=1),
+            Allocation("history", priority=2),
+        ),
+    )
+    assembler = ContextAssembler(tokenizer=fake_tokenizer, budget=budget, fence_rule=False)
+    result = assembler.assemble(history=SEVEN, memory=words(10))
+    assert contents(result)[-1] == "m6"
+    assert [d.id for d in result.report.dropped if d.claimant == "memory"] == ["memory"]
+
+
+# --- units ------------------------------------------------------------------------------------
+
+
+def grouped() -> list[Turn]:
+    """m0, then a call with two results (one unit, 40 tokens), then m4."""
+    return [
+        Turn(role="user", content="m0"),
+        Turn(role="assistant", content="m1", group="g"),
+        Turn(role="tool", content=words(10), group="g", name="search"),
+        Turn(role="tool", content=words(4), group="g", name="search"),
+        Turn(role="user", content="m4"),
+    ]
+
+
+def test_history_group_is_left_out_whole_with_every_message_counted(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    # 40: the unit of three turns (4 + 22 + 10 + 2 separators) does not fit beside m0, m4.
+    result = continued(fake_tokenizer, budget_for("history", 40), grouped())
+    assert contents(result) == ["m0", "[… 3 messages omitted …]", "m4"]
+
+
+def test_history_group_is_kept_whole(fake_tokenizer: CallableTokenizer) -> None:
+    result = continued(fake_tokenizer, budget_for("history", 70), grouped())
+    assert result.history_turns == (0, 1, 2, 3, 4)
+
+
+def test_history_group_dropped_turns_are_each_reported(fake_tokenizer: CallableTokenizer) -> None:
+    result = continued(fake_tokenizer, budget_for("history", 40), grouped())
+    assert [d.id for d in result.report.dropped] == ["history[1]", "history[2]", "history[3]"]
+
+
+def test_history_group_that_comes_back_after_other_turns_is_an_error(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    turns = grouped()
+    turns.append(Turn(role="tool", content="late", group="g"))
+    with pytest.raises(
+        InputError,
+        match=r"history\[5\] has group 'g' like history\[1\], but history\[4\] in between "
+        r"is not of that group; a group's turns must be consecutive",
+    ):
+        continued(fake_tokenizer, budget_for("history", 70), turns)
+
+
+def test_turn_name_is_only_for_tool_turns() -> None:
+    with pytest.raises(ValidationError, match="name is the tool's name of a tool turn, but this"):
+        Turn(role="assistant", content="x", name="search")

@@ -387,7 +387,7 @@ def test_chunk_validation_error_does_not_quote_content() -> None:
     ("model", "fields", "message"),
     [
         (Turn, {"role": "user", "content": "hi", "rol": "user"}, "'rol'; did you mean 'role'"),
-        (Turn, {"role": "user", "content": "hi", "name": "x"}, r"'name'\. Turn fields are: role, "),
+        (Turn, {"role": "user", "content": "hi", "vibe": "x"}, r"'vibe'\. Turn fields are: role, "),
         (Tool, {"name": "search", "parameter": {}}, "'parameter'; did you mean 'parameters'"),
         (Tool, {"name": "search", "schema": {}}, r"'schema'\. Tool fields are: name, description"),
         (Principal, {"tenant_id": "acme"}, "'tenant_id'; did you mean 'tenant'"),

@@ -13,7 +13,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import Assembled, Dropped, Report
+from ctxbudget import (
+    Allocation,
+    Assembled,
+    Budget,
+    ContextAssembler,
+    Dropped,
+    HistoryOptions,
+    Report,
+    Turn,
+)
 from ctxbudget._report import DropRun, records
 
 
@@ -197,3 +206,48 @@ def test_deferred_report_dumps_and_compares_as_built_with_any_drops(
     assert repr(deferred(drops)) == repr(built)
     assert deferred(drops) == built
     assert lazy.dropped == tuple(records(drops))
+
+
+# --- history's new records stay out of dumps when there are none ---------------------------
+
+
+def chat_report(**options: object) -> Report:
+    """The report of a tool-calling chat squeezed to 200 tokens (README "Agents and chat")."""
+    history = [Turn(role="user", content="Find it.")]
+    for k in range(4):
+        history.append(Turn(role="assistant", content=f"search({k})", group=f"g{k}"))
+        history.append(Turn(role="tool", name="search", content="hit " * 100, group=f"g{k}"))
+    history.append(Turn(role="user", content="And?"))
+    assembler = ContextAssembler(
+        tokenizer="o200k_base",
+        budget=Budget(total=400, allocations=(Allocation("history", max=200, priority=1),)),
+        history=HistoryOptions(keep_tool_results=1, **options),  # type: ignore[arg-type]
+    )
+    return assembler.assemble(history=history).report
+
+
+def test_report_dump_leaves_out_cleared_and_summaries_when_there_are_none() -> None:
+    dumped = chat_report(clear_tool_results=False).model_dump()
+    assert "cleared" not in dumped
+    assert "summaries" not in dumped
+
+
+def test_report_dump_lists_cleared_results() -> None:
+    dumped = chat_report().model_dump(mode="json")
+    assert [(d["id"], d["reason"]) for d in dumped["cleared"]] == [
+        ("history[2]", "cleared"),
+        ("history[4]", "cleared"),
+        ("history[6]", "cleared"),
+    ]
+
+
+def test_report_dump_lists_summary_spans() -> None:
+    dumped = chat_report(
+        clear_tool_results=False, summarize=lambda turns: None, summary_tokens=20
+    ).model_dump()
+    assert [(s["start"], s["stop"], s["outcome"]) for s in dumped["summaries"]] == [(1, 7, "none")]
+
+
+def test_report_with_history_records_survives_a_json_round_trip() -> None:
+    report = chat_report(summarize=lambda turns: "searched four times", summary_tokens=20)
+    assert Report.model_validate_json(report.model_dump_json()) == report

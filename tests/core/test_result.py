@@ -38,7 +38,9 @@ from ctxbudget import (
     InputError,
     Report,
     Source,
+    SummarySpan,
     Tool,
+    TrimmedHistory,
     Turn,
 )
 from ctxbudget._history import gap_marker
@@ -247,6 +249,11 @@ def test_generic_messages_keep_history_roles_as_given() -> None:
     assert [m["role"] for m in result.messages()[1:-1]] == ["user", "tool", "system"]
 
 
+def test_generic_messages_without_a_tail_end_with_the_history() -> None:
+    result = with_history(full(), [("user", "a"), ("tool", "42")]).model_copy(update={"tail": ""})
+    assert result.messages()[-1] == {"role": "tool", "content": "42"}
+
+
 def test_generic_messages_without_a_prefix_are_the_tail_alone() -> None:
     result = assemble(system=None)
     assert result.messages() == [{"role": "user", "content": f"Question: {QUESTION}"}]
@@ -303,6 +310,16 @@ def test_openai_messages_end_with_the_tail() -> None:
 def test_openai_messages_without_a_prefix_have_no_system_message() -> None:
     messages = assemble([Turn(role="user", content="Hi.")], system=None).messages(style="openai")
     assert [m["role"] for m in messages] == ["user", "user"]
+
+
+def test_openai_messages_open_with_a_note_when_history_starts_with_the_assistant() -> None:
+    result = with_history(full(), [("assistant", "How can I help?"), ("user", "Refunds?")])
+    assert result.messages(style="openai")[1] == {"role": "user", "content": CONVERSATION_START}
+
+
+def test_openai_messages_without_a_tail_end_with_the_history() -> None:
+    result = with_history(full(), [("user", "a"), ("tool", "42")]).model_copy(update={"tail": ""})
+    assert result.messages(style="openai")[-1] == {"role": "user", "content": "Tool: 42"}
 
 
 def test_openai_messages_satisfy_the_sdk_request_type() -> None:
@@ -384,6 +401,18 @@ def test_anthropic_messages_end_with_the_tail_as_the_last_block() -> None:
     assert texts(last)[-1] == result.tail
 
 
+def test_anthropic_messages_without_a_tail_end_with_the_history() -> None:
+    result = with_history(full(), [("user", "a"), ("assistant", "b"), ("tool", "42")])
+    last = result.model_copy(update={"tail": ""}).messages(style="anthropic")["messages"][-1]
+    assert (last["role"], texts(last)) == ("user", ["Tool: 42"])
+
+
+def test_anthropic_messages_tail_after_a_tool_result_joins_its_user_message() -> None:
+    result = with_history(full(), [("user", "a"), ("assistant", "b"), ("tool", "42")])
+    last = result.messages(style="anthropic")["messages"][-1]
+    assert (last["role"], texts(last)) == ("user", ["Tool: 42", result.tail])
+
+
 def test_anthropic_prompt_satisfies_the_sdk_request_type() -> None:
     history: list[tuple[Role, str]] = [("assistant", "x"), ("tool", "42"), ("user", gap_marker(2))]
     anthropic_valid(with_history(full(), history).messages(style="anthropic"))
@@ -443,33 +472,52 @@ def mapped(role: Role, content: str) -> tuple[str, str]:
     )
 
 
-@given(history=HISTORY, base=st.sampled_from(sorted(BASES)))
-def test_anthropic_messages_alternate_from_user_to_user_for_any_history(
-    history: list[tuple[Role, str]], base: str
+def without_tail(result: Assembled, drop: bool) -> Assembled:
+    """`result` with no tail when `drop`: ``assemble(question=None)`` with no memory or sources."""
+    return result.model_copy(update={"tail": ""}) if drop else result
+
+
+@given(history=HISTORY, base=st.sampled_from(sorted(BASES)), no_tail=st.booleans())
+def test_anthropic_messages_alternate_from_user_for_any_history(
+    history: list[tuple[Role, str]], base: str, no_tail: bool
 ) -> None:
-    result = with_history(BASES[base], history)
+    result = without_tail(with_history(BASES[base], history), no_tail)
     prompt = result.messages(style="anthropic")
     messages = prompt["messages"]
     roles = [m["role"] for m in messages]
-    assert roles[0] == roles[-1] == "user"
-    assert all(a != b for a, b in itertools.pairwise(roles))
     kept = [(role, text) for role, text in (mapped(r, c) for r, c in history) if text.strip()]
+    if no_tail and not kept:
+        assert messages == []
+        return
+    assert roles[0] == "user"
+    assert roles[-1] == ("user" if result.tail or kept[-1][0] == "user" else "assistant")
+    assert all(a != b for a, b in itertools.pairwise(roles))
     opening = [CONVERSATION_START] if kept and kept[0][0] == "assistant" else []
     blocks = [t for m in messages for t in texts(m)]
-    assert blocks == [*opening, *(text for _, text in kept), result.tail]
+    assert blocks == [
+        *opening,
+        *(text for _, text in kept),
+        *([result.tail] if result.tail else []),
+    ]
     assert ("system" in prompt) == bool(result.prefix)
     anthropic_valid(prompt)
 
 
-@given(history=HISTORY, base=st.sampled_from(sorted(BASES)))
+@given(history=HISTORY, base=st.sampled_from(sorted(BASES)), no_tail=st.booleans())
 def test_openai_messages_are_valid_for_any_history(
-    history: list[tuple[Role, str]], base: str
+    history: list[tuple[Role, str]], base: str, no_tail: bool
 ) -> None:
-    result = with_history(BASES[base], history)
+    result = without_tail(with_history(BASES[base], history), no_tail)
     messages = result.messages(style="openai")
     system = [{"role": "system", "content": result.prefix_text}] if result.prefix else []
     turns = [{"role": role, "content": text} for role, text in (mapped(r, c) for r, c in history)]
-    assert messages == [*system, *turns, {"role": "user", "content": result.tail}]
+    opening = (
+        [{"role": "user", "content": CONVERSATION_START}]
+        if turns[:1] and (turns[0]["role"] == "assistant")
+        else []
+    )
+    tail = [{"role": "user", "content": result.tail}] if result.tail else []
+    assert messages == [*system, *opening, *turns, *tail]
     openai_valid(messages)
 
 
@@ -491,7 +539,15 @@ def test_trimmed_history_gives_alternating_anthropic_messages(
 
 # --- report and result fields -------------------------------------------------------------------
 
-MODELS: list[type[BaseModel]] = [Assembled, Source, Report, Dropped, CitationCheck]
+MODELS: list[type[BaseModel]] = [
+    Assembled,
+    Source,
+    Report,
+    Dropped,
+    CitationCheck,
+    SummarySpan,
+    TrimmedHistory,
+]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)

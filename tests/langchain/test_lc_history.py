@@ -106,9 +106,10 @@ def test_trim_history_empty() -> None:
     assert trim_history([], max_tokens=100, tokenizer="gpt-4o") == []
 
 
-def test_trim_history_nothing_fits_but_system() -> None:
+def test_trim_history_latest_message_that_cannot_fit_raises_naming_it() -> None:
     history = [SystemMessage("Be kind."), HumanMessage("A long question. " * 50)]
-    assert trim_history(history, max_tokens=40, tokenizer="gpt-4o") == [history[0]]
+    with pytest.raises(ContextBudgetError, match=r"user message \(messages\[1\]\) of 203 tokens"):
+        trim_history(history, max_tokens=40, tokenizer="gpt-4o")
 
 
 def test_trim_history_counts_tool_call_arguments() -> None:
