@@ -5,11 +5,15 @@ Tool results dominate an agent's context, and an old one is rarely read again: c
 it (a placeholder in place of its content, the turn itself kept) frees its space without
 splitting a call from its result. Only when clearing is not enough do whole turns go,
 and a summary of them can stand where the gap marker would. Summaries are remembered by
-the turns they cover, so a long session pays one summary call per span, not per request.
+the turns they cover, and the end of a summarised run stays where a cached summary ends
+while everything after it fits; when it must move, it moves a share of the history's
+space further (`summary_headroom`), so a growing session pays a summary call every few
+requests, not on every one.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import inspect
 import threading
@@ -21,7 +25,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ctxbudget._inputs import Turn
 
-__all__ = ["HistoryOptions", "Summarize", "SummaryCache", "span_key"]
+__all__ = ["HistoryOptions", "SpanKeys", "Summarize", "SummaryCache", "span_key"]
 
 Summarize = Callable[[Sequence[Turn]], str | None]
 """Writes a summary of the turns about to be left out; None when it has none (yet)."""
@@ -77,9 +81,10 @@ class HistoryOptions(BaseModel):
     summarize: Annotated[Summarize | None, AfterValidator(_sync_summarizer)] = Field(
         default=None,
         description="Called with the turns about to be left out, one run at a time, only when "
-        "turns are left out; its text (neutralised, labelled as a summary) stands where the gap "
-        "marker would. None, blank text, an exception or a text over summary_tokens falls back "
-        "to the gap marker, reported in Report.summaries. None: gap markers only.",
+        "turns are left out and no summary of that run is cached; its text (neutralised, "
+        "labelled as a summary) stands where the gap marker would. None, blank text, an "
+        "exception or a text over summary_tokens falls back to the gap marker, reported in "
+        "Report.summaries. None: gap markers only.",
     )
     summary_tokens: int = Field(
         default=256,
@@ -87,6 +92,23 @@ class HistoryOptions(BaseModel):
         description="Tokens reserved for each summary while deciding which turns fit, so the "
         "kept turns do not depend on the summary's text; a longer summary falls back to the "
         "gap marker.",
+    )
+    summary_headroom: float = Field(
+        default=0.25,
+        ge=0,
+        lt=1,
+        description="With a summariser: a summarised run keeps its end (its summary cached, "
+        "no call) while the turns after it fit. When they no longer do, the end moves past the "
+        "fewest turns that make room, then past further turns worth this share of history's "
+        "grant, so that the next requests fit without moving it: one summary call per move. "
+        "0: the fewest turns on every request, a new run and a new call whenever the end moves.",
+    )
+    rolling_summaries: bool = Field(
+        default=False,
+        description="When the end of a run moves and a summary of its start is cached, "
+        "summarize gets that summary as a user turn, '[Summary of N earlier messages: ...]', "
+        "then the run's turns after it: each call summarises only what is new. False: "
+        "summarize gets every turn of the run.",
     )
 
 
@@ -98,11 +120,41 @@ def span_key(turns: Sequence[Turn]) -> bytes:
     """
     digest = hashlib.sha256()
     for turn in turns:
-        for field in (turn.role, turn.name or "", turn.content):
-            data = field.encode("utf-8", "surrogatepass")
-            digest.update(len(data).to_bytes(8, "little"))
-            digest.update(data)
+        _feed(digest, turn)
     return digest.digest()[:16]
+
+
+def _feed(digest: hashlib._Hash, turn: Turn) -> None:
+    for field in (turn.role, turn.name or "", turn.content):
+        data = field.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+
+
+class SpanKeys:
+    """`span_key` of ``turns[start:stop]`` for each stop a request weighs, every turn hashed
+    once: the keys of all the runs from one start cost one pass over their turns."""
+
+    def __init__(self, turns: Sequence[Turn], start: int, stops: Sequence[int]) -> None:
+        """`stops`: increasing, every stop that may be asked for (those up to `start` are
+        skipped); the key at each is taken on the way past it."""
+        self._turns = turns
+        self._stops = stops
+        self._next = bisect.bisect_right(stops, start)
+        self._at = start
+        self._digest = hashlib.sha256()
+        self._keys: dict[int, bytes] = {}
+
+    def key(self, stop: int) -> bytes:
+        """`span_key(turns[start:stop])`, for `stop` one of the stops after `start`."""
+        while stop not in self._keys:
+            upto = self._stops[self._next]
+            self._next += 1
+            for turn in self._turns[self._at : upto]:
+                _feed(self._digest, turn)
+            self._at = upto
+            self._keys[upto] = self._digest.digest()[:16]  # digest() leaves the state as it was
+        return self._keys[stop]
 
 
 class SummaryCache:

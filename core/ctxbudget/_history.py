@@ -7,12 +7,15 @@ a floor, sent or named by `ContextBudgetError`. The first unit usually states th
 and the recent ones carry the thread, so the middle goes first. Before any unit goes, old
 tool results are cleared behind a placeholder (`_conversation.py`). Wherever turns are
 missing a gap marker says how many, or a summary of them stands there, so the model does
-not read two distant turns as adjacent. Turn content is neutralised before it is costed
-or shown, so no turn can forge another turn, a source or a section frame.
+not read two distant turns as adjacent; a summarised run ends where a cached summary ends
+while that fits, so a growing conversation is not summarised anew on every request. Turn
+content is neutralised before it is costed or shown, so no turn can forge another turn, a
+source or a section frame.
 """
 
 from __future__ import annotations
 
+import bisect
 import inspect
 import itertools
 import logging
@@ -23,7 +26,7 @@ from typing import NamedTuple
 
 from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
-from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache, span_key
+from ctxbudget._conversation import HistoryOptions, SpanKeys, Summarize, SummaryCache
 from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._fence import neutralise_section
 from ctxbudget._inputs import Role, Turn, check_text
@@ -190,6 +193,9 @@ class HistoryClaim(ListClaim[Unit]):
         """Each turn's line, whole and cleared."""
         self._bounds: dict[int, int] = {}
         self._stand_ins: dict[tuple[int, int], _StandIn] = {}
+        self._span_keys: dict[int, SpanKeys] = {}
+        self._starts: list[int] = []
+        """Each unit's first turn index, then the number of turns: where a run can end."""
         self._entries: tuple[Fit[Unit], tuple[Entry, ...]] | None = None
         self._units = _units(turns)
         self._variants: dict[tuple[int, frozenset[int]], Unit] = {}
@@ -414,7 +420,15 @@ class HistoryClaim(ListClaim[Unit]):
     # --- packing ------------------------------------------------------------------------------
 
     def fit(self, grant: int) -> Fit[Unit]:
-        """Keep units in preference order while they and the markers their gaps need fit.
+        """Keep units in preference order while they and the markers their gaps need fit;
+        with a summariser, end the summarised run where `_settle` says."""
+        fit = self._packed(grant)
+        if self._summarize is None or self._options.summary_headroom == 0:
+            return fit
+        return self._settle(fit, grant)
+
+    def _packed(self, grant: int) -> Fit[Unit]:
+        """The most units that fit, in preference order.
 
         When not all fit whole, the oldest tool results are cleared first, as few as fit
         everything; when clearing them all is not enough, units go, the middle first, and a
@@ -438,6 +452,69 @@ class HistoryClaim(ListClaim[Unit]):
             if not more:
                 return fit
             cleared |= more
+
+    def _settle(self, fit: Fit[Unit], grant: int) -> Fit[Unit]:
+        """`fit` with its summarised run ending where the next requests will end it too.
+
+        The run is `fit`'s one gap, the units after the first (or from the first, when it did
+        not fit), and it ends at the oldest unit `fit` keeps: the smallest cut. A cut is a
+        unit boundary from there to `summary_headroom` of the grant further (never past the
+        latest unit). The first cut whose run has a cached summary is taken, and costs no call;
+        with none cached, the furthest, so that the turns the next requests add fit before
+        the end must move again. Any other shape (several gaps) is left as packed.
+        """
+        middle = self._middle(fit)
+        if middle is None:
+            return fit
+        first, smallest = middle
+        costs = {part.item.order: part.cost for part in fit.parts}
+        share = self._options.summary_headroom * grant
+        latest = len(self._units) - 1
+        furthest, freed = smallest, 0
+        while furthest < latest and freed < share:
+            freed += costs[furthest]
+            furthest += 1
+        if furthest == smallest:  # no cut to choose: nothing to look up (a floor's probe)
+            return fit
+        starts = self._unit_starts()
+        cut = next(
+            (
+                end
+                for end in range(smallest, furthest + 1)
+                if self._summaries.get(self._span_key(starts[first], starts[end])) is not None
+            ),
+            furthest,
+        )
+        return self._without(fit, smallest, cut)
+
+    def _middle(self, fit: Fit[Unit]) -> tuple[int, int] | None:
+        """(first, smallest) when the units ``first:smallest`` are `fit`'s only gap, every
+        unit from `smallest` on is kept, and the first unit is kept (first 1) or in the gap
+        (first 0); None for any other shape."""
+        orders = sorted(part.item.order for part in fit.parts)
+        count = len(self._units)
+        if not orders or orders[-1] != count - 1:
+            return None
+        first = 1 if orders[0] == 0 else 0
+        smallest = orders[first] if len(orders) > first else count
+        if smallest <= first or len(orders) - first != count - smallest:
+            return None
+        return first, smallest
+
+    def _without(self, fit: Fit[Unit], start: int, stop: int) -> Fit[Unit]:
+        """`fit` without its units ``start:stop`` (all kept, none its first part), which join
+        the gap before them."""
+        if stop == start:
+            return fit
+        kept = tuple(part for part in fit.parts if not start <= part.item.order < stop)
+        left: tuple[tuple[Unit, DropReason, int | None], ...] = tuple(
+            (part.item, "over_budget", part.cost)
+            for part in fit.parts
+            if start <= part.item.order < stop
+        )
+        units = [part.item for part in kept]
+        cost = self.packer.framing + sum(part.cost for part in kept) + self._markers(units)
+        return Fit(kept, cost, left + fit.dropped, fit.unreached, overflow=True)
 
     def _markers(self, kept: list[Unit]) -> int:
         """Tokens of the gap markers (or summaries) a kept set of units needs."""
@@ -515,12 +592,11 @@ class HistoryClaim(ListClaim[Unit]):
         marker = gap_marker(stop - start)
         if self._summarize is None:
             return _StandIn(marker)
-        covered = self._turns[start:stop]
-        key = span_key(covered)
+        key = self._span_key(start, stop)
         summary = self._summaries.get(key)
         outcome: SummaryOutcome = "cached"
         if summary is None:
-            summary, outcome = _ask(self._summarize, covered, start, stop)
+            summary, outcome = _ask(self._summarize, self._asked(start, stop), start, stop)
         if summary is None:
             return _StandIn(marker, outcome)
         line = self._counter.rewritten(summary_line(stop - start, summary), neutralise_section)
@@ -537,6 +613,34 @@ class HistoryClaim(ListClaim[Unit]):
         if outcome == "summarized":
             self._summaries.put(key, summary)
         return _StandIn(line, outcome)
+
+    def _asked(self, start: int, stop: int) -> Sequence[Turn]:
+        """What the summariser gets for the turns ``start:stop``: those turns; with
+        `rolling_summaries`, the cached summary of their longest summarised start, as the user
+        turn the prompt would show, then the turns after that start."""
+        if self._options.rolling_summaries:
+            starts = self._unit_starts()
+            between = starts[bisect.bisect_right(starts, start) : bisect.bisect_left(starts, stop)]
+            for end in reversed(between):
+                earlier = self._summaries.get(self._span_key(start, end))
+                if earlier is not None:
+                    said = Turn(role="user", content=summary_line(end - start, earlier))
+                    return [said, *self._turns[end:stop]]
+        return self._turns[start:stop]
+
+    def _unit_starts(self) -> list[int]:
+        """Where a run of left-out turns can end: each unit's first turn, then the end."""
+        if not self._starts:
+            self._starts = [unit.turns[0][0] for unit in self._units] + [len(self._turns)]
+        return self._starts
+
+    def _span_key(self, start: int, stop: int) -> bytes:
+        """`span_key` of the turns ``start:stop``; the keys of every run from one start are
+        taken in one pass over its turns (`SpanKeys`)."""
+        keys = self._span_keys.get(start)
+        if keys is None:
+            keys = self._span_keys[start] = SpanKeys(self._turns, start, self._unit_starts())
+        return keys.key(stop)
 
     # --- what the report says -----------------------------------------------------------------
 

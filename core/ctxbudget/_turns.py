@@ -112,9 +112,10 @@ def trim_turns(
     """Keep the latest unit, the first and the most recent units that fit in `max_tokens`,
     counted exactly; old tool results are cleared before whole units go (`options`).
 
-    Raises `ContextBudgetError` when the latest unit alone does not fit. For repeated calls
-    prefer `ContextAssembler.trim_history`, which keeps token counts and summaries cached
-    across requests.
+    Raises `ContextBudgetError` when the latest unit alone does not fit. No summary outlives
+    the call, so a summarised run ends where the fewest turns are left out (`summary_headroom`
+    pays only in a session); for repeated calls prefer `ContextAssembler.trim_history`, which
+    keeps token counts and summaries cached across requests.
     """
     counter = TokenCounter(get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer)
     return trim_with(
@@ -122,7 +123,7 @@ def trim_turns(
         turns,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
-        options=_options(options),
+        options=_options(options).model_copy(update={"summary_headroom": 0}),
         summaries=SummaryCache(),
     )
 

@@ -6,7 +6,8 @@ checked by hand, for ten turns "m0".."m9" (4 tokens a line, 59 in all) trimmed t
     "[Summary of 10 earlier messages: ]"  13: with summary_tokens=10, a gap reserves 24
 so the latest turn m9 and a gap cost 10 + 4 + 24 = 38, with m0 43, with m8 48, and m7
 would make 53: m0, a summary of m1..m7, m8 and m9 are kept. With gap markers (12 a gap)
-m6 and m7 fit too.
+m6 and m7 fit too. These tests take that smallest cut (summary_headroom=0); where the cut
+goes across the requests of a growing conversation is in test_summary_cuts.py.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class Spy:
 def assembler(
     spy: Spy | None = None, *, max_tokens: int = 50, summary_tokens: int = 10
 ) -> ContextAssembler:
-    options = HistoryOptions(summarize=spy, summary_tokens=summary_tokens)
+    options = HistoryOptions(summarize=spy, summary_tokens=summary_tokens, summary_headroom=0)
     return ContextAssembler(
         tokenizer=FAKE, budget=budget_for("history", max_tokens), history=options
     )
@@ -124,7 +125,7 @@ def test_summary_is_neutralised_in_the_prompt() -> None:
 
 
 def test_summary_in_trim_turns() -> None:
-    options = HistoryOptions(summarize=Spy(), summary_tokens=10)
+    options = HistoryOptions(summarize=Spy(), summary_tokens=10, summary_headroom=0)
     result = trim_turns(short_turns(), max_tokens=50, tokenizer=FAKE, options=options)
     assert result.messages[1] == ("user", "[Summary of 7 earlier messages: said hello]")
     assert result.gaps == ((1, 8),)
@@ -151,7 +152,7 @@ def test_summary_spans_are_not_reported_without_a_summariser() -> None:
 
 
 def test_trim_turns_reports_its_summary_spans() -> None:
-    options = HistoryOptions(summarize=Spy(None), summary_tokens=10)
+    options = HistoryOptions(summarize=Spy(None), summary_tokens=10, summary_headroom=0)
     result = trim_turns(short_turns(), max_tokens=50, tokenizer=FAKE, options=options)
     assert [(s.start, s.stop, s.outcome) for s in result.summaries] == [(1, 8, "none")]
 
