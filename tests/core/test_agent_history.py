@@ -293,9 +293,12 @@ def test_agent_history_is_budgeted_whole_and_valid(
     event("units dropped" if trimmed.gaps else "cleared" if trimmed.cleared else "all fit")
     check_trimmed(turns, trimmed, max_tokens, options)
 
-    assembler = ContextAssembler(
-        tokenizer=O200K, budget=budget_for("history", max_tokens, total=max_tokens), history=options
-    )
+    budget = budget_for("history", max_tokens, total=max_tokens)
+    in_session = ContextAssembler(tokenizer=O200K, budget=budget, history=options)
+    check_trimmed(turns, in_session.trim_history(turns), max_tokens, options)
+    # trim_turns keeps no summaries, so its runs end at the fewest turns: headroom 0.
+    fewest = options.model_copy(update={"summary_headroom": 0})
+    assembler = ContextAssembler(tokenizer=O200K, budget=budget, history=fewest)
     assert assembler.trim_history(turns) == trimmed
     result = assembler.assemble(history=turns)
     assert result.text == trimmed.text
