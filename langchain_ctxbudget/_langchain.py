@@ -1,19 +1,16 @@
 """LangChain objects ⇄ ctxbudget inputs and results: documents, messages, tools, reports.
 
 Every component of the adapter converts through here, so each conversion is written
-once: how a `Document` becomes a `Chunk` and a selected source a new `Document`, how a
-message list becomes whole-turn units (an AI message and the tool results answering
-its calls are one unit) of rebuilt messages that carry only what was counted, how kept
-units come back with the core's gap markers, who a call is answered for, and what the
-report event carries. The rules themselves are the core's.
+once: how a `Document` becomes a `Chunk` and a selected source a new `Document`, what a
+message sends and how it is rebuilt to carry only what was counted (`_messages` makes
+message lists into turns), who a call is answered for, and what the report event carries.
+The rules themselves are the core's.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from langchain_core.callbacks import BaseCallbackManager
@@ -41,13 +38,9 @@ from ctxbudget import (
     InputError,
     NoScope,
     Principal,
-    Role,
     Selection,
     Source,
-    TokenCounter,
     Tool,
-    Turn,
-    neutralise_section,
     principal_for_call,
 )
 from langchain_ctxbudget._content import Parts, message_parts
@@ -55,7 +48,6 @@ from langchain_ctxbudget._convert import MetadataMapping, metadata_of, to_chunks
 
 __all__ = [
     "REPORT_EVENT",
-    "Unit",
     "assembled_report",
     "budgeted_documents",
     "call_principal",
@@ -64,21 +56,19 @@ __all__ = [
     "config_principal",
     "documents_of",
     "in_run",
-    "kept_units",
     "parts_of",
     "principal_of",
-    "restore",
+    "problem",
     "selection_report",
     "sent_message",
     "tool_of",
-    "units_of",
 ]
 
 REPORT_EVENT: Final = "ctxbudget_report"
 """Name of the custom callback event that carries an assembly's report."""
 
 
-def _problem(error: ValidationError) -> str:
+def problem(error: ValidationError) -> str:
     """The first problem pydantic found, as "field: what is wrong"."""
     detail = error.errors(include_url=False)[0]
     message = detail["msg"].removeprefix("Value error, ")
@@ -161,46 +151,6 @@ def cited_documents(
 
 # --- messages ------------------------------------------------------------------------------
 
-_ROLES: Final[dict[str, Role]] = {
-    "human": "user",
-    "user": "user",
-    "ai": "assistant",
-    "assistant": "assistant",
-    "system": "system",
-    "developer": "system",
-    "tool": "tool",
-    "function": "tool",
-}
-"""Message type (or a ChatMessage's role) → the Turn role it is counted as."""
-
-
-@dataclass(frozen=True)
-class Unit:
-    """Messages kept or dropped together, as the one `Turn` the core weighs."""
-
-    start: int
-    """Index of the unit's first message in the caller's list; where it goes back."""
-    given: tuple[BaseMessage, ...]
-    """The caller's messages, never changed."""
-    parts: tuple[Parts, ...]
-    """What each of them sends (`_content`), which the turn's text counts."""
-    turn: Turn
-
-    def sent(self) -> list[BaseMessage]:
-        """The unit's messages as they are sent (`sent_message`); built only for kept units."""
-        return [sent_message(m, p) for m, p in zip(self.given, self.parts, strict=True)]
-
-
-def _role(name: str, index: int, message: BaseMessage) -> Role:
-    kind = str(getattr(message, "role", message.type)) if message.type == "chat" else message.type
-    role = _ROLES.get(kind)
-    if role is None:
-        raise InputError(
-            f"{name}[{index}] is a {type(message).__name__} of role {kind!r}, which no chat "
-            f"API knows; use one of: {', '.join(sorted(_ROLES))}"
-        )
-    return role
-
 
 def parts_of(
     name: str, index: int, message: BaseMessage, neutralise: Callable[[str], str]
@@ -252,107 +202,6 @@ def sent_message(message: BaseMessage, parts: Parts) -> BaseMessage:
     return HumanMessage(**common)
 
 
-def _groups(name: str, messages: Sequence[BaseMessage]) -> list[list[int]]:
-    """Message indices in units: an AI message with tool calls and the tool results that
-    follow it and answer those calls form one unit; every other message is its own."""
-    groups: list[list[int]] = []
-    calls: set[str] = set()
-    for index, message in enumerate(messages):
-        if not isinstance(message, BaseMessage):
-            raise InputError(
-                f"{name}[{index}] is a {type(message).__name__}, expected a langchain_core "
-                "BaseMessage (HumanMessage, AIMessage, ToolMessage, ...)"
-            )
-        if isinstance(message, ToolMessage) and message.tool_call_id in calls:
-            groups[-1].append(index)
-            continue
-        groups.append([index])
-        calls = (
-            {c["id"] for c in message.tool_calls if c["id"]}
-            if isinstance(message, AIMessage)
-            else set()
-        )
-    return groups
-
-
-def units_of(
-    name: str,
-    messages: object,
-    *,
-    skip: Callable[[BaseMessage], bool] | None = None,
-    counter: TokenCounter | None = None,
-) -> list[Unit]:
-    """`messages` as units in order, leaving out units whose first message `skip` matches.
-
-    Units before the first human message join it, so the turn the core always keeps
-    (its first) is the user's first message, with any greeting before it. Each turn's
-    text is what its messages send (`parts_of`), neutralised through `counter` when given
-    (an assembler's: a conversation resends its turns on every request); the inputs are
-    not changed.
-    """
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise InputError(
-            f"{name} must be a list of langchain_core messages, but got {type(messages).__name__}"
-        )
-    groups = [g for g in _groups(name, messages) if skip is None or not skip(messages[g[0]])]
-    roles = {i: _role(name, i, messages[i]) for g in groups for i in g}
-    first_human = next((k for k, g in enumerate(groups) if roles[g[0]] == "user"), 0)
-    if first_human:
-        groups[: first_human + 1] = [[i for g in groups[: first_human + 1] for i in g]]
-    neutralise = neutralise_section
-    if counter is not None:
-        neutralise = functools.partial(_remembered, counter)
-    units: list[Unit] = []
-    for group in groups:
-        start = group[0]
-        parts = tuple(parts_of(name, i, messages[i], neutralise) for i in group)
-        try:
-            turn = Turn(
-                role=roles[start],
-                content="\n".join(p.text for p in parts),
-                id=f"{name}[{start}]",
-            )
-        except ValidationError as error:
-            raise InputError(f"{name}[{start}] {_problem(error)}") from None
-        units.append(Unit(start, tuple(messages[i] for i in group), parts, turn))
-    return units
-
-
-def _remembered(counter: TokenCounter, text: str) -> str:
-    return counter.rewritten(text, neutralise_section)
-
-
-def kept_units(units: Sequence[Unit], assembled: Assembled) -> set[int]:
-    """Positions of the units the assembly kept: those its report does not list as dropped."""
-    dropped = {d.id for d in assembled.report.dropped if d.claimant == "history"}
-    return {k for k, unit in enumerate(units) if unit.turn.id not in dropped}
-
-
-def restore(
-    units: Sequence[Unit], kept: Collection[int], shown: Sequence[tuple[Role, str]]
-) -> list[tuple[int, list[BaseMessage]]]:
-    """Kept units as the messages they send, and a `HumanMessage` with the core's gap marker
-    where each run of dropped units starts, each at its position in the input.
-
-    `shown` is the core's history as (role, text): one entry per kept unit and per gap,
-    in order; the markers are taken from it, so their wording stays the core's.
-    """
-    if not kept:
-        return []
-    slots: list[tuple[int, list[BaseMessage] | None]] = []
-    previous_kept = True
-    for k, unit in enumerate(units):
-        if k in kept:
-            slots.append((unit.start, unit.sent()))
-        elif previous_kept:
-            slots.append((unit.start, None))
-        previous_kept = k in kept
-    return [
-        (start, [HumanMessage(content=text)] if messages is None else messages)
-        for (start, messages), (_, text) in zip(slots, shown, strict=True)
-    ]
-
-
 # --- tools ---------------------------------------------------------------------------------
 
 
@@ -373,7 +222,7 @@ def tool_of(index: int, tool: BaseTool | Mapping[str, Any]) -> Tool | None:
             parameters=function.get("parameters") or {},
         )
     except ValidationError as error:
-        raise InputError(f"tools[{index}] {_problem(error)}") from None
+        raise InputError(f"tools[{index}] {problem(error)}") from None
 
 
 # --- who is asking, and what happened ------------------------------------------------------
@@ -387,7 +236,7 @@ def principal_of(value: object, where: str) -> Principal | None:
         try:
             return Principal.model_validate(dict(value))
         except ValidationError as error:
-            raise InputError(f"{where}: {_problem(error)}") from None
+            raise InputError(f"{where}: {problem(error)}") from None
     raise InputError(
         f"{where} must be a ctxbudget.Principal or a mapping of its fields "
         f"(tenant=..., groups=[...]), but got {type(value).__name__}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from langchain_core.callbacks import (
@@ -16,18 +17,18 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from ctxbudget import (
-    Budget,
-    BudgetError,
+    Assembled,
+    Chunk,
     ContextAssembler,
+    HistoryOptions,
     InputError,
     Principal,
     SourceOptions,
     Tokenizer,
-    TokenizerError,
-    get_tokenizer,
+    Tool,
 )
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget._langchain import (
@@ -36,17 +37,17 @@ from langchain_ctxbudget._langchain import (
     call_principal,
     chunks_of,
     documents_of,
-    kept_units,
-    restore,
     selection_report,
     tool_of,
-    units_of,
 )
+from langchain_ctxbudget._messages import Conversation, conversation_of
+from langchain_ctxbudget._model import model_budget, model_tokenizer
+from langchain_ctxbudget._summaries import Summarize, Summarizer, SummarizeWith, summarizer_of
 
 __all__ = ["ContextBudgetRunnable"]
 
 _PROMPT_KEYS: Final = ("question", "documents", "history", "system", "tools", "examples", "memory")
-"""The keys of the dict input; `question` is required."""
+"""The keys of the dict input; `question` is required unless `history` is continued."""
 
 Input = list[Document] | dict[str, Any]
 Output = str | ChatPromptValue
@@ -59,13 +60,17 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
       block as a `str`, chosen within the budget's ``retrieved`` allocation alone, so
       ``{"context": retriever | ctx, "question": RunnablePassthrough()} | prompt | model``
       works unchanged.
-    - A dict in (``question``, and optionally ``documents``, ``history`` as messages,
-      ``system``, ``tools``, ``examples``, ``memory``) → the whole prompt as a
-      `ChatPromptValue`: the stable prefix as one system message first, kept history
-      (an AI message with tool calls stays with its tool results; gap markers where
-      turns were left out), then one human message with the sources and the question.
-      History messages are rebuilt as they are counted: texts neutralised, every part
-      counted or refused (README "What a message costs").
+    - A dict in (``question``, and optionally ``documents``, ``history`` as messages or
+      message-likes, ``system``, ``tools``, ``examples``, ``memory``) → the whole prompt as
+      a `ChatPromptValue`: the stable prefix as one system message first (the history's
+      system messages join it), kept history (README "Agents and chat": the first human
+      turn, the most recent; old tool results cleared, then gap markers or summaries where
+      messages were left out; an AI message with tool calls stays with its tool results),
+      then one human message with the sources and the question. Without a ``question``
+      the history is continued: its latest message is always sent (or `ContextBudgetError`
+      names it) and the prompt ends with it, or with the sources after it. History messages
+      are rebuilt as they are counted: texts neutralised, every part counted or refused
+      (README "What a message costs").
 
     Who is asking: built with `principal`, it serves that principal only, and a call whose
     config names anyone else (None included) is refused; built without, each call's
@@ -85,7 +90,7 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     assembler: ContextAssembler
-    """The budget, tokenizer and source options; build one per app and share it."""
+    """The budget, tokenizer, source and history options; build one per app and share it."""
     principal: Principal | None = None
     """The one principal this runnable serves; None takes it from each call's config."""
     cache_control: bool = False
@@ -93,6 +98,14 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     Leave False for providers that reject unknown content-block keys (OpenAI)."""
     mapping: MetadataMapping = Field(default_factory=MetadataMapping)
     """Which `Document.metadata` keys fill which `Chunk` field."""
+    summarize: SummarizeWith | None = None
+    """What writes the summaries standing where history messages were left out (dict input):
+    a chat model (awaited with ``ainvoke`` by ``ainvoke``) or a function of the left-out
+    messages returning str or None; None leaves it to ``assembler.history.summarize``."""
+    _summarizer: Summarizer | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._summarizer = summarizer_of(self.summarize, where="ContextBudgetRunnable")
 
     @classmethod
     def for_model(
@@ -102,9 +115,11 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
         reserve_output: int,
         tokenizer: str | Tokenizer | None = None,
         sources: SourceOptions | None = None,
+        history: HistoryOptions | None = None,
         principal: Principal | None = None,
         cache_control: bool | None = None,
         mapping: MetadataMapping | None = None,
+        summarize: SummarizeWith | None = None,
     ) -> ContextBudgetRunnable:
         """A runnable sized to `chat_model`: the budget from its ``profile["max_input_tokens"]``
         (`Budget.for_context_window`), the tokenizer from its model name.
@@ -118,50 +133,25 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
             cache_control: None marks the prefix for Anthropic models (LangSmith provider
                 ``"anthropic"``) only.
         """
-        name = cls._model_name(chat_model)
-        window = (chat_model.profile or {}).get("max_input_tokens")
-        if not isinstance(window, int):
-            raise BudgetError(
-                f"{type(chat_model).__name__} has no profile['max_input_tokens'], so its "
-                "context window is unknown; pass profile={'max_input_tokens': ...} to the chat "
-                "model, or build ContextBudgetRunnable(assembler=ContextAssembler(budget="
-                "Budget.for_context_window(<tokens>, reserve_output=...), tokenizer=...))"
-            )
         if tokenizer is None:
-            if name is None:
-                raise TokenizerError(
-                    f"{type(chat_model).__name__} names no model (model_name or model), so its "
-                    "tokenizer is unknown; pass tokenizer=... (a tiktoken model or encoding "
-                    "name, or a Tokenizer)"
-                )
-            try:
-                tokenizer = get_tokenizer(name)
-            except TokenizerError as error:
-                raise TokenizerError(
-                    f"{error}; pass tokenizer=... to for_model (a HuggingFaceTokenizer or "
-                    "CallableTokenizer for models tiktoken does not know)"
-                ) from None
+            tokenizer = model_tokenizer(chat_model, where="for_model")
         if cache_control is None:
             cache_control = chat_model._get_ls_params().get("ls_provider") == "anthropic"
         assembler = ContextAssembler(
             tokenizer=tokenizer,
-            budget=Budget.for_context_window(window, reserve_output=reserve_output),
+            budget=model_budget(
+                chat_model, reserve_output=reserve_output, where="ContextBudgetRunnable"
+            ),
             sources=sources,
+            history=history,
         )
         return cls(
             assembler=assembler,
             principal=principal,
             cache_control=cache_control,
             mapping=MetadataMapping() if mapping is None else mapping,
+            summarize=summarize,
         )
-
-    @staticmethod
-    def _model_name(chat_model: BaseChatModel) -> str | None:
-        for attribute in ("model_name", "model"):
-            value = getattr(chat_model, attribute, None)
-            if isinstance(value, str) and value:
-                return value
-        return None
 
     def invoke(self, input: Input, config: RunnableConfig | None = None, **kwargs: Any) -> Output:
         """Build the context block (list input) or the whole prompt (dict input)."""
@@ -170,27 +160,49 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     async def ainvoke(
         self, input: Input, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Output:
-        """`invoke`, dispatching the report event on the async callback path."""
+        """`invoke`, dispatching the report event on the async callback path and awaiting
+        summaries."""
         return await self._acall_with_config(self._arun, input, config, run_type="prompt")
 
     def _run(
         self, input: Input, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> Output:
-        output, report = self._build(input, config)
+        principal = call_principal(self.principal, config)
+        output: Output
+        if isinstance(input, Mapping):
+            prompt = self._prompt(input, principal)
+            summarize = None
+            if self._summarizer is not None:
+                summarize = self._summarizer.sync(prompt.conversation, words=self._words())
+            output, report = prompt.result(prompt.assemble(summarize))
+        else:
+            output, report = self._sources(input, principal)
         dispatch_custom_event(REPORT_EVENT, report, config=config)
         return output
 
     async def _arun(
         self, input: Input, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
     ) -> Output:
-        output, report = self._build(input, config)
+        principal = call_principal(self.principal, config)
+        output: Output
+        if isinstance(input, Mapping):
+            prompt = self._prompt(input, principal)
+            if self._summarizer is None:
+                assembled = prompt.assemble(None)
+            else:
+                assembled = await self._summarizer.two_pass(
+                    prompt.conversation, prompt.assemble, words=self._words()
+                )
+            output, report = prompt.result(assembled)
+        else:
+            output, report = self._sources(input, principal)
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
         return output
 
-    def _build(self, input: object, config: RunnableConfig) -> tuple[Output, dict[str, Any]]:
-        principal = call_principal(self.principal, config)
-        if isinstance(input, Mapping):
-            return self._prompt(input, principal)
+    def _words(self) -> int:
+        return max(self.assembler.history.summary_tokens // 2, 1)
+
+    def _sources(self, input: object, principal: Principal | None) -> tuple[str, dict[str, Any]]:
         if isinstance(input, Sequence) and not isinstance(input, str | bytes):
             chunks = chunks_of(documents_of(input), self.mapping, self.assembler)
             selection = self.assembler.select_sources(chunks, principal=principal)
@@ -200,43 +212,88 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
             f"with {', '.join(_PROMPT_KEYS)}; got {type(input).__name__}"
         )
 
-    def _prompt(
-        self, values: Mapping[str, Any], principal: Principal | None
-    ) -> tuple[ChatPromptValue, dict[str, Any]]:
+    def _prompt(self, values: Mapping[str, Any], principal: Principal | None) -> _Prompt:
         unknown = [key for key in values if key not in _PROMPT_KEYS]
         if unknown:
             raise InputError(
                 f"unknown input key(s) {', '.join(map(repr, unknown))}; the dict input takes "
                 f"{', '.join(_PROMPT_KEYS)}"
             )
-        if "question" not in values:
+        conversation = conversation_of(
+            "history", values.get("history", []), counter=self.assembler.counter
+        )
+        question = values.get("question")
+        if question is None and not conversation.turns:
             raise InputError(
-                "the dict input needs 'question', the user's question as a str; it is sent "
-                "once, last"
+                "the dict input needs 'question', the user's question as a str (it is sent "
+                "once, last), or a 'history' to continue without one"
+            )
+        if question is None and conversation.turns[-1].role == "assistant":
+            raise InputError(
+                f"the dict input has no 'question', so it continues the history, which must "
+                f"then end with the user's message or tool results, but "
+                f"{conversation.turns[-1].id} is an AI message; pass the user's next message "
+                "as 'question'"
             )
         tools = values.get("tools", [])
         if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
             raise InputError(f"tools must be a list of tools, but got {type(tools).__name__}")
         described = [tool_of(index, tool) for index, tool in enumerate(tools)]
-        units = units_of("history", values.get("history", []), counter=self.assembler.counter)
-        documents = documents_of(values.get("documents", []))
-        assembled = self.assembler.assemble(
-            question=values["question"],
-            system=values.get("system"),
-            chunks=chunks_of(documents, self.mapping, self.assembler),
-            history=[unit.turn for unit in units],
-            tools=[tool for tool in described if tool is not None],
-            examples=values.get("examples"),
-            memory=values.get("memory"),
+        system = "\n\n".join(
+            text for text in (values.get("system"), *conversation.system_texts()) if text
+        )
+        return _Prompt(
+            self.assembler,
+            self.cache_control,
+            conversation,
+            chunks=chunks_of(
+                documents_of(values.get("documents", [])), self.mapping, self.assembler
+            ),
+            tools=tuple(tool for tool in described if tool is not None),
+            values=values,
+            system=system or None,
             principal=principal,
         )
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    """A dict input, converted: what the core assembles, and the prompt made of its result."""
+
+    assembler: ContextAssembler
+    cache_control: bool
+    conversation: Conversation
+    chunks: list[Chunk]
+    tools: tuple[Tool, ...]
+    values: Mapping[str, Any]
+    system: str | None
+    """The input's system text and the history's system messages, as counted."""
+    principal: Principal | None
+
+    def assemble(self, summarize: Summarize | None) -> Assembled:
+        return self.assembler.assemble(
+            question=self.values.get("question"),
+            system=self.system,
+            chunks=self.chunks,
+            history=self.conversation.turns,
+            tools=self.tools,
+            examples=self.values.get("examples"),
+            memory=self.values.get("memory"),
+            principal=self.principal,
+            summarize=summarize,
+        )
+
+    def result(self, assembled: Assembled) -> tuple[ChatPromptValue, dict[str, Any]]:
+        """The prompt: the prefix as one system message, the kept history, the tail."""
         messages: list[BaseMessage] = []
         if assembled.prefix:
             content: str | list[str | dict[str, Any]] = assembled.prefix_text
             if self.cache_control:
                 content = [dict(b) for b in assembled.messages(style="anthropic")["system"]]
             messages.append(SystemMessage(content=content))
-        for _, kept in restore(units, kept_units(units, assembled), assembled.history):
-            messages.extend(kept)
-        messages.append(HumanMessage(content=assembled.tail))
+        messages += self.conversation.sent(
+            assembled.history, assembled.history_turns, set(assembled.cleared)
+        )
+        if assembled.tail:
+            messages.append(HumanMessage(content=assembled.tail))
         return ChatPromptValue(messages=messages), assembled_report(assembled)

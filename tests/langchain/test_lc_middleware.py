@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import subprocess
 import sys
@@ -11,12 +12,24 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, ModelResponse
+from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool, tool
 
-from ctxbudget import ContextAssembler, InputError
+from ctxbudget import (
+    Allocation,
+    Budget,
+    BudgetError,
+    ContextAssembler,
+    ContextBudgetError,
+    HistoryOptions,
+    InputError,
+    TokenizerError,
+)
+from langchain_ctxbudget import ContextBudgetRunnable
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.langchain.conftest import RecordingChatModel, small_budget
+from tests.langchain.agent_oracle import check_history
+from tests.langchain.conftest import RecordingChatModel, received_tokens, small_budget, tokens
 from tests.langchain.test_lc_runnable import assert_tool_calls_answered, history_with_tools
 
 SYSTEM = "You are the returns desk of Acme. Use the tools."
@@ -168,8 +181,229 @@ def test_middleware_async_outside_an_agent_run() -> None:
 
 def test_middleware_request_without_messages_is_an_error() -> None:
     assembler = ContextAssembler(tokenizer="gpt-4o", budget=small_budget())
-    with pytest.raises(InputError, match="the model request has no messages"):
+    with pytest.raises(InputError, match="the model request has no messages besides system"):
         ContextBudgetMiddleware(assembler).wrap_model_call(request([], []), lambda r: None)  # type: ignore[arg-type, return-value]
+
+
+def test_middleware_request_ending_with_an_ai_message_is_an_error() -> None:
+    assembler = ContextAssembler(tokenizer="gpt-4o", budget=small_budget())
+    with pytest.raises(
+        InputError, match=r"the model request ends with an AI message \(messages\[1\]\)"
+    ):
+        ContextBudgetMiddleware(assembler).wrap_model_call(
+            request([HumanMessage("Hi"), AIMessage("Hello")], []),
+            lambda r: None,  # type: ignore[arg-type, return-value]
+        )
+
+
+# --- item 1: the latest unit is history that must be kept, not the question --------------
+
+
+def round_trip_model(result_words: int) -> tuple[RecordingChatModel, BaseTool]:
+    """A model that calls a tool whose result has `result_words` words, then answers."""
+
+    @tool
+    def lookup_order(order_id: str) -> str:
+        """Look up an order by its id: status, items and shipping date."""
+        return f"order {order_id}: " + " ".join(f"item{i}" for i in range(result_words))
+
+    call = {"name": "lookup_order", "args": {"order_id": "17"}, "id": "call-live"}
+    model = RecordingChatModel(
+        replies=[AIMessage("", tool_calls=[call]), AIMessage("Order 17 was delivered.")]
+    )
+    return model, lookup_order
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [Budget.default(), Budget.for_model("gpt-4o", reserve_output=4_000)],
+    ids=["default", "gpt-4o"],
+)
+def test_middleware_tool_result_over_the_question_allocation_is_sent(budget: Budget) -> None:
+    # Sent as the question, this result raised: 'question' needs 807 tokens but only 200 ...
+    model, lookup = round_trip_model(400)
+    assembler = ContextAssembler(tokenizer="gpt-4o", budget=budget, native_tools=True)
+    agent = create_agent(
+        model, [lookup], system_prompt=SYSTEM, middleware=[ContextBudgetMiddleware(assembler)]
+    )
+    result = agent.invoke({"messages": [HumanMessage("Where is order 17?")]})
+    second = model.received[1]
+    assert second[-1].content == lookup.invoke({"order_id": "17"})
+    assert tokens(str(second[-1].content)) > 800
+    schemas = sum(tokens(json.dumps(s)) for s in model.schemas_received[1])
+    assert received_tokens(second) + schemas <= budget.available
+    assert result["messages"][-1].content == "Order 17 was delivered."
+
+
+def test_middleware_long_latest_user_message_is_sent_with_the_default_budget() -> None:
+    model = agent_model()
+    assembler = ContextAssembler(tokenizer="gpt-4o", budget=Budget.default(), native_tools=True)
+    agent = create_agent(model, [lookup_order], middleware=[ContextBudgetMiddleware(assembler)])
+    question = "Where is order 17? " + "Some context. " * 150
+    agent.invoke({"messages": [HumanMessage(question)]})
+    assert model.received[0][-1].content == question
+
+
+def test_middleware_latest_tool_result_that_cannot_fit_names_it_and_its_size() -> None:
+    model, lookup = round_trip_model(2_000)
+    assembler = ContextAssembler(tokenizer="gpt-4o", budget=Budget.default(), native_tools=True)
+    agent = create_agent(model, [lookup], middleware=[ContextBudgetMiddleware(assembler)])
+    with pytest.raises(
+        ContextBudgetError,
+        match=r"'history' needs [\d,]+ tokens but only 1,500 are left: the latest 2 messages "
+        r"\(one unit\) are always sent, whole: assistant message \(messages\[1\]\) of \d+ "
+        r"tokens, tool result 'lookup_order' \(messages\[2\]\) of 5,0\d\d tokens",
+    ):
+        agent.invoke({"messages": [HumanMessage("Where is order 17?")]})
+
+
+def test_middleware_keeps_the_first_turn_and_the_latest_across_an_agent_run() -> None:
+    model = RecordingChatModel(
+        replies=[
+            *(
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "lookup_order", "args": {"order_id": str(k)}, "id": f"call-{k}"}
+                    ],
+                )
+                for k in range(8)
+            ),
+            AIMessage("All delivered."),
+        ]
+    )
+    first = HumanMessage("Check all my orders, please.")
+    run_agent(model, [first])
+    for sent in model.received:
+        assert sent[1].content == first.content
+        assert received_tokens(sent) <= small_budget(history=250, tools=300).available
+
+
+# --- the system prompt and system messages ------------------------------------------------
+
+
+def test_middleware_system_prompt_is_sent_unchanged() -> None:
+    model = agent_model()
+    system = "You are the returns desk.\nSystem: rules below.\n</conversation> [1] " * 3
+    assembler = ContextAssembler(tokenizer="gpt-4o", budget=small_budget(), native_tools=True)
+    agent = create_agent(
+        model, [lookup_order], system_prompt=system, middleware=[ContextBudgetMiddleware(assembler)]
+    )
+    agent.invoke({"messages": [HumanMessage("Where is order 17?")]})
+    assert model.received[0][0] == SystemMessage(system)
+
+
+def test_middleware_system_prompt_is_counted() -> None:
+    model = agent_model()
+    system = "Rule. " * 600
+    assembler = ContextAssembler(
+        tokenizer="gpt-4o",
+        budget=Budget(
+            total=2_000,
+            allocations=(Allocation("tools", priority=1), Allocation("history", priority=2)),
+        ),
+        native_tools=True,
+        fence_rule=False,
+    )
+    agent = create_agent(
+        model, [lookup_order], system_prompt=system, middleware=[ContextBudgetMiddleware(assembler)]
+    )
+    state: Any = {"messages": [*history_with_tools(60), HumanMessage("Where is order 17?")]}
+    agent.invoke(state)
+    schemas = sum(tokens(json.dumps(s)) for s in model.schemas_received[0])
+    assert received_tokens(model.received[0]) + schemas <= 2_000
+    assert tokens(system) > 600
+
+
+def test_middleware_state_system_message_is_sent_after_the_system_prompt() -> None:
+    model = agent_model()
+    history = [
+        *history_with_tools(9),
+        SystemMessage("The user is verified."),
+        HumanMessage("Where is order 17?"),
+    ]
+    run_agent(model, history)
+    sent = model.received[0]
+    assert [(m.type, m.content) for m in sent[:2]] == [
+        ("system", SYSTEM),
+        ("system", "The user is verified."),
+    ]
+    assert not any(isinstance(m, SystemMessage) for m in sent[2:])
+
+
+def test_middleware_gap_markers_count_the_messages_left_out() -> None:
+    model = agent_model()
+    history = [
+        m.model_copy(update={"id": f"m{i}"})
+        for i, m in enumerate([*history_with_tools(60), HumanMessage("Where is order 17?")])
+    ]
+    run_agent(model, history)
+    back = check_history([SystemMessage(SYSTEM), *history], model.received[0])
+    assert back.stand_ins
+
+
+# --- for_model ----------------------------------------------------------------------------
+
+
+def test_for_model_sizes_the_middleware_from_the_profile() -> None:
+    model = RecordingChatModel(profile={"max_input_tokens": 16_000})
+    middleware = ContextBudgetMiddleware.for_model(model, reserve_output=1_000)
+    assert middleware.assembler.budget == Budget.for_context_window(16_000, reserve_output=1_000)
+    assert middleware.assembler.counter.tokenizer.name == "o200k_base"
+    assert middleware.assembler.native_tools is True
+    assert middleware.assembler.fence_rule is False
+
+
+def test_for_model_middleware_and_runnable_read_a_model_alike() -> None:
+    model = RecordingChatModel(model_name="gpt-4.1-mini", profile={"max_input_tokens": 32_000})
+    middleware = ContextBudgetMiddleware.for_model(model, reserve_output=2_000)
+    runnable = ContextBudgetRunnable.for_model(model, reserve_output=2_000)
+    assert middleware.assembler.budget == runnable.assembler.budget
+    assert middleware.assembler.counter.tokenizer is runnable.assembler.counter.tokenizer
+
+
+def test_for_model_middleware_takes_history_options_and_a_summariser() -> None:
+    model = RecordingChatModel(profile={"max_input_tokens": 16_000})
+    options = HistoryOptions(keep_tool_results=1)
+    middleware = ContextBudgetMiddleware.for_model(
+        model, reserve_output=1_000, history=options, summarize=model
+    )
+    assert middleware.assembler.history == options
+    assert middleware.summarizer is not None
+
+
+def test_for_model_middleware_in_an_agent_sends_a_long_tool_result() -> None:
+    model, lookup = round_trip_model(400)
+    model.profile = {"max_input_tokens": 128_000}
+    middleware = ContextBudgetMiddleware.for_model(model, reserve_output=4_000)
+    agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage("Where is order 17?")]})
+    assert model.received[1][-1].content == lookup.invoke({"order_id": "17"})
+
+
+def test_for_model_middleware_without_a_window_is_an_error() -> None:
+    with pytest.raises(
+        BudgetError,
+        match=r"RecordingChatModel has no profile\['max_input_tokens'\].* build "
+        "ContextBudgetMiddleware from a ContextAssembler",
+    ):
+        ContextBudgetMiddleware.for_model(RecordingChatModel(), reserve_output=1_000)
+
+
+def test_for_model_middleware_without_a_model_name_needs_a_tokenizer() -> None:
+    model = GenericFakeChatModel(messages=iter([]), profile={"max_input_tokens": 8_000})
+    with pytest.raises(TokenizerError, match="GenericFakeChatModel names no model"):
+        ContextBudgetMiddleware.for_model(model, reserve_output=500)
+    middleware = ContextBudgetMiddleware.for_model(
+        model, reserve_output=500, tokenizer="o200k_base"
+    )
+    assert middleware.assembler.budget.total == 8_000
+
+
+def test_for_model_middleware_unknown_tokenizer_says_to_pass_one() -> None:
+    model = RecordingChatModel(model_name="acme-private-1", profile={"max_input_tokens": 200_000})
+    with pytest.raises(TokenizerError, match=r"pass tokenizer=\.\.\. to for_model"):
+        ContextBudgetMiddleware.for_model(model, reserve_output=4_000)
 
 
 def test_middleware_without_langchain_says_what_to_install() -> None:

@@ -371,11 +371,26 @@ def test_runnable_dict_tool_with_a_bad_name_is_an_error(assembler: ContextAssemb
         ContextBudgetRunnable(assembler=assembler).invoke({"question": "q", "tools": [bad]})
 
 
-def test_runnable_dict_history_item_not_a_message_is_an_error(
+def test_runnable_dict_history_accepts_message_likes(assembler: ContextAssembler) -> None:
+    model = RecordingChatModel()
+    history = [("human", "Hi"), {"role": "assistant", "content": "Hello!"}]
+    (ContextBudgetRunnable(assembler=assembler) | model).invoke(
+        {"question": "Refunds?", "history": history}
+    )
+    assert model.received[0] == [
+        HumanMessage("Hi"),
+        AIMessage("Hello!"),
+        HumanMessage("Question: Refunds?"),
+    ]
+
+
+def test_runnable_dict_history_item_not_message_like_is_an_error(
     assembler: ContextAssembler,
 ) -> None:
-    value = {"question": "q", "history": [HumanMessage("hi"), ("ai", "hello")]}
-    with pytest.raises(InputError, match=r"history\[1\] is a tuple, expected a langchain_core"):
+    value = {"question": "q", "history": [HumanMessage("hi"), 42]}
+    with pytest.raises(
+        InputError, match=r"history\[1\] \(int\) is not a message LangChain can read"
+    ):
         ContextBudgetRunnable(assembler=assembler).invoke(value)
 
 
@@ -422,9 +437,7 @@ def test_for_model_without_a_model_name_needs_a_tokenizer() -> None:
 
 
 def test_for_model_unknown_tokenizer_says_to_pass_one() -> None:
-    model = RecordingChatModel(
-        model_name="claude-sonnet-4-5", profile={"max_input_tokens": 200_000}
-    )
+    model = RecordingChatModel(model_name="acme-private-1", profile={"max_input_tokens": 200_000})
     with pytest.raises(TokenizerError, match=r"pass tokenizer=\.\.\. to for_model"):
         ContextBudgetRunnable.for_model(model, reserve_output=4_000)
 
