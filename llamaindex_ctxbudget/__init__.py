@@ -2,12 +2,14 @@
 
 `ContextBudgetPostprocessor` (a node postprocessor for query and chat engines: each
 node it returns is one numbered source in a fence of its own), `ContextBudgetPromptHelper`
-(response synthesizers pack whole sources, one fence per LLM call), `TokenCounter` (an
-ingestion step that counts nodes once), `DocstoreLoader` (whole-document escalation from
-an index's docstore). Thin: each converts LlamaIndex objects and takes every rule from
-the `ctxbudget` core (ACLs, which principal, ingest counts, fences, numbers); decisions
-are reported as LlamaIndex instrumentation events (`SourcesSelectedEvent`,
-`ContextPackedEvent`).
+(response synthesizers pack whole sources, one fence per LLM call), `ContextBudgetMemory`
+(a chat memory for chat engines and agents whose history fits its budget), `TokenCounter`
+(an ingestion step that counts nodes once), `DocstoreLoader` (whole-document escalation
+from an index's docstore). Thin: each converts LlamaIndex objects and takes every rule
+from the `ctxbudget` core (ACLs, which principal, ingest counts, fences, numbers, what a
+message costs, which turns are sent); decisions are reported as LlamaIndex
+instrumentation events (`SourcesSelectedEvent`, `ContextPackedEvent`,
+`HistoryTrimmedEvent`).
 """
 
 from importlib import metadata as _metadata
@@ -21,20 +23,28 @@ except ImportError as _error:
     ) from _error
 
 from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
-from llamaindex_ctxbudget.events import ContextPackedEvent, SourcesSelectedEvent
+from llamaindex_ctxbudget.events import (
+    ContextPackedEvent,
+    HistoryTrimmedEvent,
+    SourcesSelectedEvent,
+)
 from llamaindex_ctxbudget.ingestion import TokenCounter
 from llamaindex_ctxbudget.loader import DocstoreLoader
+from llamaindex_ctxbudget.memory import DEFAULT_SUMMARY_PROMPT, ContextBudgetMemory
 from llamaindex_ctxbudget.postprocessor import CitedNode, ContextBudgetPostprocessor, as_principal
 from llamaindex_ctxbudget.prompt_helper import ContextBudgetPromptHelper
 
 __version__ = _metadata.version("ctxbudget")
 
 __all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
     "CitedNode",
+    "ContextBudgetMemory",
     "ContextBudgetPostprocessor",
     "ContextBudgetPromptHelper",
     "ContextPackedEvent",
     "DocstoreLoader",
+    "HistoryTrimmedEvent",
     "MetadataMapping",
     "SourcesSelectedEvent",
     "TokenCounter",

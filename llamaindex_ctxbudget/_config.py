@@ -1,7 +1,7 @@
 """What the components are built from: an assembler (or its arguments), and the LLM's window.
 
-Each component takes a `ContextAssembler`, or the tokenizer and `SourceOptions` to
-build one; the budget comes from the assembler, or is derived from the LLM's
+Each component takes a `ContextAssembler`, or the tokenizer, `SourceOptions` and
+`HistoryOptions` to build one; the budget comes from the assembler, or is derived from the LLM's
 ``metadata.context_window`` and ``num_output`` the way LlamaIndex's own
 `PromptHelper.from_llm_metadata` reads them.
 """
@@ -11,7 +11,14 @@ from __future__ import annotations
 from llama_index.core.base.llms.types import LLMMetadata
 from llama_index.core.constants import DEFAULT_NUM_OUTPUTS
 
-from ctxbudget import Budget, ContextAssembler, InputError, SourceOptions, Tokenizer
+from ctxbudget import (
+    Budget,
+    ContextAssembler,
+    HistoryOptions,
+    InputError,
+    SourceOptions,
+    Tokenizer,
+)
 
 __all__ = ["budget_for", "build_assembler", "num_output_of"]
 
@@ -22,19 +29,22 @@ def build_assembler(
     tokenizer: str | Tokenizer | None,
     sources: SourceOptions | None,
     budget: Budget | None = None,
+    history: HistoryOptions | None = None,
 ) -> ContextAssembler:
-    """`assembler` itself, or one built from `tokenizer`, `sources` and `budget`."""
+    """`assembler` itself, or one built from `tokenizer`, `sources`, `budget` and `history`."""
     if assembler is None:
         if tokenizer is None:
             raise InputError(
                 "pass tokenizer= (the model's tokenizer, e.g. tokenizer='gpt-4o') or "
                 "assembler=ContextAssembler(...)"
             )
-        return ContextAssembler(tokenizer=tokenizer, budget=budget, sources=sources)
-    if tokenizer is not None or sources is not None or budget is not None:
+        return ContextAssembler(
+            tokenizer=tokenizer, budget=budget, sources=sources, history=history
+        )
+    if any(given is not None for given in (tokenizer, sources, budget, history)):
         raise InputError(
-            "pass either assembler= or tokenizer=/sources=/budget=, not both: an assembler "
-            "already has its tokenizer, source options and budget"
+            "pass either assembler= or tokenizer=/sources=/budget=/options=, not both: an "
+            "assembler already has its tokenizer, source and history options and budget"
         )
     return assembler
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.events import BaseEvent
 
-from ctxbudget import Dropped
+from ctxbudget import Dropped, SummarySpan
 
-__all__ = ["ContextPackedEvent", "SourcesSelectedEvent", "dispatcher"]
+__all__ = ["ContextPackedEvent", "HistoryTrimmedEvent", "SourcesSelectedEvent", "dispatcher"]
 
 dispatcher = get_dispatcher(__name__)
 
@@ -55,3 +55,26 @@ class ContextPackedEvent(BaseEvent):
     @classmethod
     def class_name(cls) -> str:
         return "ContextPackedEvent"
+
+
+class HistoryTrimmedEvent(BaseEvent):
+    """`ContextBudgetMemory` budgeted the stored conversation for one LLM call."""
+
+    tokens: int
+    """The exact token count of the history as ctxbudget renders it (its frame included)."""
+    limit: int
+    """The limit it was trimmed to: the memory's token_limit, less initial_token_count."""
+    sent: list[str]
+    """The stored messages sent, by position (``chat_history[3]``), in order."""
+    dropped: list[Dropped]
+    """Every stored message left out (over_budget, oversize, summarized)."""
+    cleared: list[str]
+    """The tool results sent as a placeholder in place of their content."""
+    summaries: list[SummarySpan]
+    """With a summariser: each run left out and whether a summary stands there."""
+    left_out: int
+    """Messages before the first user message, which a request cannot start with."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "HistoryTrimmedEvent"

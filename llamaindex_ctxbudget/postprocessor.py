@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import inspect
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import FrameType
 from typing import Any
 
+from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.chat_engine import CondensePlusContextChatEngine, ContextChatEngine
 from llama_index.core.llms import LLM
+from llama_index.core.memory import BaseMemory
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
@@ -35,8 +41,13 @@ from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
 from llamaindex_ctxbudget._room import default_packing_room
 from llamaindex_ctxbudget.events import SourcesSelectedEvent, dispatcher
 from llamaindex_ctxbudget.loader import DocstoreLoader
+from llamaindex_ctxbudget.memory import ContextBudgetMemory
+from llamaindex_ctxbudget.prompt_helper import ContextBudgetPromptHelper
 
 __all__ = ["CitedNode", "ContextBudgetPostprocessor", "as_principal"]
+
+_HISTORY_ENGINES = (ContextChatEngine, CondensePlusContextChatEngine)
+"""Chat engines whose answer prompt holds the chat history beside the sources."""
 
 _PRINCIPAL: ContextVar[Principal | NoScope | None] = ContextVar(
     "ctxbudget_principal", default=NO_SCOPE
@@ -106,7 +117,9 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
     ``index.docstore``), a document several of whose nodes were selected (3, by default)
     is sent whole in their place when it fits and the principal may see all of it; the
     docstore also supplies a source document's metadata (its ACL and title) when a
-    node's relationship does not carry it.
+    node's relationship does not carry it. With `memory` (a chat engine's memory), the
+    derived budget also leaves room for the chat history the engine will send with the
+    sources (what the memory returns, in LlamaIndex's chat templates), read on every query.
 
     >>> ContextBudgetPostprocessor(tokenizer="gpt-4o", docstore=index.docstore)  # doctest: +SKIP
     """
@@ -130,6 +143,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
     _llm: LLM | None = PrivateAttr(default=None)
     _docstore: BaseDocumentStore | None = PrivateAttr(default=None)
     _by_window: dict[tuple[int, int], ContextAssembler] = PrivateAttr(default_factory=dict)
+    _memory: BaseMemory | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -143,6 +157,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         principal: Principal | None = None,
         max_tokens: int | None = None,
         mapping: MetadataMapping | None = None,
+        memory: BaseMemory | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         """
@@ -152,6 +167,10 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
             llm: the LLM whose window sizes the budget when no budget is given.
             docstore: enables whole-document escalation through `DocstoreLoader`
                 (it replaces ``sources.loader``) and supplies source documents' metadata.
+            memory: the memory of the chat engine this postprocessor serves: the sources
+                leave room for the history it returns and, for a `ContextBudgetMemory`, the
+                user's message. Another memory needs `ContextBudgetPromptHelper` as
+                ``Settings.prompt_helper`` (else each query is an `InputError`).
         """
         fields: dict[str, Any] = {
             "principal": principal,
@@ -171,8 +190,15 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
             )
         if assembler is not None or budget is not None:
             self._fixed = built
+        if memory is not None and (self._fixed is not None or max_tokens is not None):
+            raise InputError(
+                "memory= sizes the sources to what the chat history leaves of the LLM's "
+                "window, and assembler=/budget=/max_tokens= fix their limit: pass one or the "
+                "other (llm= and sources= go with memory=)"
+            )
         self._llm = llm
         self._docstore = docstore
+        self._memory = memory
 
     @classmethod
     def class_name(cls) -> str:
@@ -181,8 +207,54 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
+        memory = self._memory
+        if memory is None:
+            self._refuse_unseen_history(inspect.currentframe())
+        history = None if memory is None else memory.get()
+        return self._select(nodes, _asked(query_bundle, memory), history)
+
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        memory = self._memory
+        if memory is None:
+            self._refuse_unseen_history(inspect.currentframe())
+        history = None if memory is None else await memory.aget()
+        # In a worker thread, as LlamaIndex runs every postprocessor's sync code from async
+        # callers (a thread started this way sees the as_principal block).
+        return await asyncio.to_thread(self._select, nodes, _asked(query_bundle, memory), history)
+
+    def _refuse_unseen_history(self, frame: FrameType | None) -> None:
+        """An `InputError` when a chat engine that sends its history beside the sources calls
+        this postprocessor without its memory while LlamaIndex's own PromptHelper packs: the
+        sources cannot leave room for a history they do not see, and that helper would then
+        cut one out of its fence. The engine is found among the callers (it holds this
+        postprocessor); `ContextBudgetPromptHelper` never cuts, so it needs no memory."""
+        if isinstance(Settings._prompt_helper, ContextBudgetPromptHelper):
+            return
+        while frame is not None:
+            engine = frame.f_locals.get("self")
+            if isinstance(engine, _HISTORY_ENGINES) and any(
+                p is self for p in getattr(engine, "_node_postprocessors", ())
+            ):
+                raise InputError(
+                    f"{type(engine).__name__} sends its chat history beside the sources, and "
+                    "this ContextBudgetPostprocessor was not given its memory, so LlamaIndex's "
+                    "own PromptHelper could cut a source out of its fence: build the engine "
+                    "with memory=ContextBudgetMemory.from_defaults(...) and pass the same "
+                    "memory= to the postprocessor, or set Settings.prompt_helper = "
+                    "ContextBudgetPromptHelper.from_llm(llm, tokenizer=...)"
+                )
+            frame = frame.f_back
+
+    def _select(
+        self,
+        nodes: list[NodeWithScore],
+        asked: tuple[str, ...],
+        history: list[ChatMessage] | None,
+    ) -> list[NodeWithScore]:
         principal = principal_for_call(self.principal, _PRINCIPAL.get(), where="as_principal")
-        assembler, max_tokens = self._assembler(query_bundle, found=bool(nodes))
+        assembler, max_tokens = self._assembler(asked, history, found=bool(nodes))
         name = assembler.counter.tokenizer.name
         chunks = [
             to_chunk(
@@ -206,13 +278,13 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         return cited_nodes(selection, nodes)
 
     def _assembler(
-        self, query: QueryBundle | None, *, found: bool
+        self, asked: tuple[str, ...], history: list[ChatMessage] | None, *, found: bool
     ) -> tuple[ContextAssembler, int | None]:
         """The assembler for this query and the sources' limit: the fixed assembler and
         `max_tokens`, else an assembler sized to the LLM's window and (unless `max_tokens`
         says otherwise) the least of its retrieved allocation and the room LlamaIndex's own
-        packing leaves for sources. No room at all, while nodes were `found` and retrieval
-        has a floor, is a `ContextBudgetError`."""
+        packing leaves for sources beside the query and the chat `history`. No room at all,
+        while nodes were `found` and retrieval has a floor, is a `ContextBudgetError`."""
         if self._fixed is not None:
             return self._fixed, self.max_tokens
         llm = self._llm or Settings.llm
@@ -231,20 +303,46 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         cap = (
             sized.budget.available if retrieved is None or retrieved.max is None else retrieved.max
         )
-        query_str = "" if query is None else query.query_str
-        room = default_packing_room(llm, num_output, query_str, sized.counter.count)
+        count = sized.counter.count
+        room = min(default_packing_room(llm, num_output, q, count, history) for q in asked)
         floor = 0 if retrieved is None else retrieved.min
         if found and room <= 0 and floor > 0:
+            what = "the query" if history is None else "the query, the chat history"
+            fix = "" if history is None else " or the memory's token_limit"
             raise ContextBudgetError(
                 "retrieved",
                 floor,
                 max(room, 0),
-                f"the query and LlamaIndex's prompt templates leave no room for sources in "
-                f"the LLM's window of {metadata.context_window:,} tokens (num_output "
+                f"{what} and LlamaIndex's prompt templates leave no room for sources in the "
+                f"LLM's window of {metadata.context_window:,} tokens (num_output "
                 f"{num_output:,}), and retrieval's min ({floor:,}) says the request needs them; "
-                "shorten the query, or use an LLM with a larger window",
+                f"shorten the query{fix}, or use an LLM with a larger window",
             )
         return sized, max(min(cap, room), 0)
+
+
+def _query_str(query: QueryBundle | None) -> str:
+    return "" if query is None else query.query_str
+
+
+def _asked(query: QueryBundle | None, memory: BaseMemory | None) -> tuple[str, ...]:
+    """The queries whose room the sources leave: the retrieval query and, with a
+    `ContextBudgetMemory`, the engine's user message (`last_input`), since a condense step
+    retrieves with a short question while the answer call sends the message. Another memory
+    shows no message, so only `ContextBudgetPromptHelper` (which never cuts) can vouch."""
+    if memory is None:
+        return (_query_str(query),)
+    if not isinstance(memory, ContextBudgetMemory):
+        if isinstance(Settings._prompt_helper, ContextBudgetPromptHelper):
+            return (_query_str(query),)
+        raise InputError(
+            f"memory= is a {type(memory).__name__}, which does not show the user's message a "
+            "chat engine sends beside the sources (a condense step retrieves with another "
+            "question), so LlamaIndex's own PromptHelper could cut a source out of its fence: "
+            "use ContextBudgetMemory, or set Settings.prompt_helper = "
+            "ContextBudgetPromptHelper.from_llm(llm, tokenizer=...)"
+        )
+    return (_query_str(query), memory.last_input)
 
 
 def cited_nodes(selection: Selection, nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:

@@ -16,13 +16,14 @@ from ctxbudget import (
     ContextAssembler,
     ContextBudgetError,
     FencedSource,
+    InputError,
     SourceOptions,
     TokenCounter,
     Tokenizer,
 )
 from llamaindex_ctxbudget._config import build_assembler, num_output_of
 from llamaindex_ctxbudget._packing import SEPARATOR, Packed, Unit, pack, read
-from llamaindex_ctxbudget._room import template_tokens
+from llamaindex_ctxbudget._room import context_copies, template_tokens
 from llamaindex_ctxbudget.events import ContextPackedEvent, dispatcher
 
 if TYPE_CHECKING:
@@ -227,7 +228,16 @@ class ContextBudgetPromptHelper(PromptHelper):
         `padding` (LlamaIndex's room for formatting; 500 in compact and refine, for the
         answer a later refine prompt quotes) is kept while it leaves at least half the
         room: refine repacks with the real answer anyway, so it is a hint, not a need.
+        A template that would show the sources more than once is an `InputError`.
         """
+        copies = context_copies(prompt, llm)
+        if copies > 1:
+            raise InputError(
+                f"the prompt template holds {{context_str}} (or {{context_msg}}) {copies} "
+                "times, and LlamaIndex fills each with the sources, uncounted; a chat history "
+                "message that contains it does this in a chat engine: use ContextBudgetMemory "
+                "(it sends such text inert), or remove it from the history or the template"
+            )
         template = template_tokens(
             prompt,
             llm,

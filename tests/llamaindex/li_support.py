@@ -1,5 +1,6 @@
-"""Test support for the LlamaIndex adapter: an LLM that records its prompts, and readers of
-what a prompt shows, written independently of the library (tag strings and a regex)."""
+"""Test support for the LlamaIndex adapter: LLMs that record their prompts and chat messages,
+and readers of what a prompt shows, written independently of the library (tag strings and a
+regex)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,29 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    CompletionResponse,
+    CompletionResponseGen,
+    LLMMetadata,
+    MessageRole,
+)
 from llama_index.core.bridge.pydantic import Field
-from llama_index.core.llms import MockLLM
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.llms import CustomLLM, MockLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import (
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 
+FACTS = 12
+SECRET = "Salary bands for 2025 are reviewed by the board in April."
 FENCE_OPEN = "<retrieved_documents>"
 FENCE_CLOSE = "</retrieved_documents>"
 _HEADER = re.compile(r"^\[(\d+)\]", re.MULTILINE)
@@ -64,6 +82,47 @@ def recording_llm(
     llm.reserve = reserve
     llm.chat_model = chat_model
     return llm
+
+
+class RecordingChatLLM(CustomLLM):
+    """A chat model that keeps the messages of every chat call and the prompt of every
+    completion (a condense step, a summary), and answers `answer` (numbered per call)."""
+
+    calls: list[list[ChatMessage]] = Field(default_factory=list)
+    prompts: list[str] = Field(default_factory=list)
+    window: int = 4_096
+    reserve: int = 256
+    answer: str = "Answer {n}."
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(context_window=self.window, num_output=self.reserve, is_chat_model=True)
+
+    def _reply(self) -> str:
+        return self.answer.replace("{n}", str(len(self.calls) + len(self.prompts)))
+
+    def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+        text = self._reply()
+        self.calls.append([m.model_copy(deep=True) for m in messages])
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text))
+
+    async def achat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+        return self.chat(messages, **kwargs)
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        text = self._reply()
+        self.prompts.append(prompt)
+        return CompletionResponse(text=text)
+
+    async def acomplete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        return self.complete(prompt, formatted, **kwargs)
+
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        raise NotImplementedError("the tests do not stream")
 
 
 def numbers(prompt: str) -> list[int]:
@@ -162,3 +221,23 @@ class ListPostprocessor(BaseNodePostprocessor):
         assert self.operation == "top_n", self.operation
         rescored = [NodeWithScore(node=n.node, score=float(i)) for i, n in enumerate(nodes)]
         return sorted(rescored, key=lambda n: -(n.score or 0))[: self.top_n]
+
+
+def fact(i: int) -> str:
+    """Fact `i`, between two words found nowhere else: its start and its end."""
+    return f"zq{i}start Warehouse {i} opens at {i % 12 + 6} o'clock on weekdays. zq{i}end"
+
+
+def build_index() -> VectorStoreIndex:
+    def node(node_id: str, text: str, **metadata: object) -> TextNode:
+        source = RelatedNodeInfo(node_id=f"doc-{node_id}", metadata=metadata)
+        return TextNode(
+            id_=node_id,
+            text=text,
+            metadata=dict(metadata),
+            relationships={NodeRelationship.SOURCE: source},
+        )
+
+    nodes = [node(f"fact-{i}", fact(i), title=f"Site {i}") for i in range(FACTS)]
+    nodes.append(node("hr", SECRET, tenant="acme", groups=["hr"]))
+    return VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))

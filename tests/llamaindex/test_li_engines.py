@@ -14,37 +14,38 @@ import asyncio
 import re
 
 import pytest
-from llama_index.core import Settings, VectorStoreIndex, get_response_synthesizer
+from llama_index.core import Settings, get_response_synthesizer
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.base.response.schema import RESPONSE_TYPE
 from llama_index.core.chat_engine import CondensePlusContextChatEngine, ContextChatEngine
-from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.indices.prompt_helper import PromptHelper
-from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
 from llama_index.core.postprocessor import LongContextReorder
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.response_synthesizers import ResponseMode
-from llama_index.core.schema import NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
+from llama_index.core.schema import NodeWithScore, TextNode
 
-from ctxbudget import ContextBudgetError, Principal, TiktokenTokenizer
+from ctxbudget import ContextBudgetError, InputError, Principal, TiktokenTokenizer
 from llamaindex_ctxbudget import (
+    ContextBudgetMemory,
     ContextBudgetPostprocessor,
     ContextBudgetPromptHelper,
     as_principal,
 )
 from tests.llamaindex.li_support import (
+    FACTS,
     FENCE_OPEN,
+    SECRET,
     ListPostprocessor,
     RecordingLLM,
+    build_index,
     check_prompt,
     fence_spans,
     numbers,
     recording_llm,
 )
 
-FACTS = 12
-SECRET = "Salary bands for 2025 are reviewed by the board in April."
 RESERVE = 100
 MODES = [
     "compact",
@@ -63,26 +64,6 @@ LATER: dict[str, BaseNodePostprocessor | None] = {
     "drop_first": ListPostprocessor(operation="drop_first"),
     "keep_one": ListPostprocessor(operation="keep_one"),
 }
-
-
-def fact(i: int) -> str:
-    """Fact `i`, between two words found nowhere else: its start and its end."""
-    return f"zq{i}start Warehouse {i} opens at {i % 12 + 6} o'clock on weekdays. zq{i}end"
-
-
-def build_index() -> VectorStoreIndex:
-    def node(node_id: str, text: str, **metadata: object) -> TextNode:
-        source = RelatedNodeInfo(node_id=f"doc-{node_id}", metadata=metadata)
-        return TextNode(
-            id_=node_id,
-            text=text,
-            metadata=dict(metadata),
-            relationships={NodeRelationship.SOURCE: source},
-        )
-
-    nodes = [node(f"fact-{i}", fact(i), title=f"Site {i}") for i in range(FACTS)]
-    nodes.append(node("hr", SECRET, tenant="acme", groups=["hr"]))
-    return VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
 
 
 def markers(response: RESPONSE_TYPE) -> dict[str, int]:
@@ -320,16 +301,14 @@ def chat(engine: ContextChatEngine | CondensePlusContextChatEngine, turns: int) 
         engine.chat(f"Question {turn}: when do the warehouses open?{RAMBLING}")
 
 
-@pytest.mark.parametrize("ours", [True, False], ids=["ours", "llamaindex"])
 @pytest.mark.parametrize("cls", CHAT_ENGINES)
 def test_chat_engine_sources_are_fenced_and_numbered(
     cls: type[ContextChatEngine | CondensePlusContextChatEngine],
-    ours: bool,
     o200k: TiktokenTokenizer,
 ) -> None:
+    # (LlamaIndex's own helper with a postprocessor not given the memory is refused: below.)
     llm = recording_llm(5, window=4_096, reserve=1_024)
-    if ours:
-        Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
+    Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
     response = chat_engine(cls, llm, 600, o200k).chat("When do the warehouses open?")
     answers = [p for p in llm.prompts if FENCE_OPEN in p]
     assert len(answers) == 1
@@ -345,17 +324,221 @@ def test_chat_engine_sources_are_fenced_and_numbered(
     assert sent
 
 
+# --- long chats: the history and the sources share each call -------------------------------
+
+HELPERS = ["ours", "llamaindex"]
+
+
+def use_helper(name: str, llm: RecordingLLM, o200k: TiktokenTokenizer) -> None:
+    """Chat engines pack with ``Settings.prompt_helper`` (or a new LlamaIndex helper)."""
+    Settings.prompt_helper = (
+        ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base")
+        if name == "ours"
+        else PromptHelper.from_llm_metadata(llm.metadata, tokenizer=o200k.encoding.encode)
+    )
+
+
+def long_chat_memory(name: str, llm: RecordingLLM, o200k: TiktokenTokenizer) -> BaseMemory:
+    if name == "ContextBudgetMemory":
+        return ContextBudgetMemory.from_defaults(tokenizer="o200k_base", llm=llm)
+    return ChatMemoryBuffer.from_defaults(token_limit=1_500, tokenizer_fn=o200k.encoding.encode)
+
+
+def check_long_chat(
+    engine: ContextChatEngine | CondensePlusContextChatEngine,
+    llm: RecordingLLM,
+    o200k: TiktokenTokenizer,
+    turns: int = 25,
+) -> None:
+    """Every call of every turn: each source inside a fence with its own number, within the
+    window; all calls of a turn: exactly the sources its response cites."""
+    for turn in range(turns):
+        before = len(llm.prompts)
+        response = engine.chat(f"Question {turn}: when do the warehouses open?{RAMBLING}")
+        shown = markers(response)
+        sent: set[int] = set()
+        for prompt in llm.prompts[before:]:
+            sent |= check_prompt(
+                prompt,
+                shown,
+                forbidden=[SECRET],
+                limit=llm.window - 1_024,
+                count=lambda text: len(o200k.encoding.encode(text)),
+            )
+        assert sent == set(shown.values())
+        assert sent
+
+
+SAFE = [
+    ("ours", "ContextBudgetMemory"),
+    ("ours", "ChatMemoryBuffer"),
+    ("llamaindex", "ContextBudgetMemory"),
+]
+"""The helper and memory pairs a linked postprocessor accepts (LlamaIndex's helper with
+LlamaIndex's memory is refused: test_llamaindex_helper_with_llamaindex_memory_is_refused)."""
+
+
+@pytest.mark.parametrize(("helper", "memory_kind"), SAFE)
 @pytest.mark.parametrize("cls", CHAT_ENGINES)
-def test_chat_engine_without_our_helper_runs_out_of_room(
+def test_long_chat_sends_every_source_fenced_with_its_own_number(
+    cls: type[ContextChatEngine | CondensePlusContextChatEngine],
+    helper: str,
+    memory_kind: str,
+    o200k: TiktokenTokenizer,
+) -> None:
+    # The postprocessor is given the engine's memory: its sources leave room for the history
+    # the engine sends with them, so LlamaIndex's own helper never has to cut one.
+    llm = recording_llm(5, window=4_096, reserve=1_024)
+    use_helper(helper, llm, o200k)
+    memory = long_chat_memory(memory_kind, llm, o200k)
+    postprocessor = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
+    engine = cls.from_defaults(
+        build_index().as_retriever(similarity_top_k=FACTS + 1),
+        llm=llm,
+        memory=memory,
+        node_postprocessors=[postprocessor],
+    )
+    check_long_chat(engine, llm, o200k)
+
+
+def unlinked_chat(
+    cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
+) -> tuple[ContextChatEngine | CondensePlusContextChatEngine, RecordingLLM]:
+    """A long chat under LlamaIndex's helper whose postprocessor is not given the memory."""
+    llm = recording_llm(5, window=4_096, reserve=1_024)
+    use_helper("llamaindex", llm, o200k)
+    engine = cls.from_defaults(
+        build_index().as_retriever(similarity_top_k=FACTS + 1),
+        llm=llm,
+        memory=long_chat_memory("ChatMemoryBuffer", llm, o200k),
+        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
+    )
+    return engine, llm
+
+
+UNSEEN_HISTORY = r"sends its chat history beside the sources, and this ContextBudgetPostprocessor"
+
+
+@pytest.mark.parametrize("cls", CHAT_ENGINES)
+def test_long_chat_with_llamaindex_helper_and_no_memory_link_is_refused(
     cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
 ) -> None:
-    # The control: LlamaIndex's own helper, same engine, same conversation as below.
+    # Unlinked, the postprocessor cannot see the history, and LlamaIndex's helper would split
+    # a source where the history leaves it no room: refused before any LLM call.
+    engine, llm = unlinked_chat(cls, o200k)
+    with pytest.raises(InputError, match=UNSEEN_HISTORY):
+        engine.chat(f"Question 0: when do they open?{RAMBLING}")
+    assert not llm.prompts
+
+
+@pytest.mark.parametrize("cls", CHAT_ENGINES)
+def test_long_chat_async_with_llamaindex_helper_and_no_memory_link_is_refused(
+    cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
+) -> None:
+    engine, llm = unlinked_chat(cls, o200k)
+    with pytest.raises(InputError, match=UNSEEN_HISTORY):
+        asyncio.run(engine.achat(f"Question 0: when do they open?{RAMBLING}"))
+    assert not llm.prompts
+
+
+@pytest.mark.parametrize("helper", HELPERS)
+def test_long_chat_async_sends_every_source_fenced(helper: str, o200k: TiktokenTokenizer) -> None:
+    llm = recording_llm(5, window=4_096, reserve=1_024)
+    use_helper(helper, llm, o200k)
+    memory = long_chat_memory("ContextBudgetMemory", llm, o200k)
+    engine = CondensePlusContextChatEngine.from_defaults(
+        build_index().as_retriever(similarity_top_k=FACTS + 1),
+        llm=llm,
+        memory=memory,
+        node_postprocessors=[
+            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
+        ],
+    )
+
+    async def run() -> list[RESPONSE_TYPE]:
+        return [
+            await engine.achat(f"Question {turn}: when do they open?{RAMBLING}")
+            for turn in range(15)
+        ]
+
+    for response in asyncio.run(run())[-3:]:
+        assert response.source_nodes
+    for prompt in llm.prompts:
+        fence_spans(prompt)
+        assert len(o200k.encoding.encode(prompt)) <= llm.window - 1_024
+
+
+@pytest.mark.parametrize("helper", HELPERS)
+def test_condensed_long_message_leaves_its_sources_fenced(
+    helper: str, o200k: TiktokenTokenizer
+) -> None:
+    # The condense step retrieves with a five-word question, and the answer call sends the
+    # user's 450-token message: the sources leave room for the message (memory.last_input).
+    llm = recording_llm(5, window=4_096, reserve=256)
+    use_helper(helper, llm, o200k)
+    memory = ContextBudgetMemory.from_defaults(tokenizer="o200k_base", token_limit=2_300)
+    engine = CondensePlusContextChatEngine.from_defaults(
+        build_index().as_retriever(similarity_top_k=FACTS + 1),
+        llm=llm,
+        memory=memory,
+        node_postprocessors=[
+            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
+        ],
+    )
+    for turn in range(8):
+        before = len(llm.prompts)
+        response = engine.chat(f"Question {turn}: when do they open?{RAMBLING * 3}")
+        shown = markers(response)
+        for prompt in llm.prompts[before:]:
+            check_prompt(
+                prompt,
+                shown,
+                limit=llm.window - 256,
+                count=lambda text: len(o200k.encoding.encode(text)),
+            )
+        assert memory.last_input.startswith(f"Question {turn}:")
+
+
+@pytest.mark.parametrize("cls", CHAT_ENGINES)
+def test_llamaindex_helper_with_llamaindex_memory_is_refused(
+    cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
+) -> None:
+    llm = recording_llm(5, window=4_096, reserve=1_024)
+    use_helper("llamaindex", llm, o200k)
+    memory = long_chat_memory("ChatMemoryBuffer", llm, o200k)
+    engine = cls.from_defaults(
+        build_index().as_retriever(similarity_top_k=FACTS + 1),
+        llm=llm,
+        memory=memory,
+        node_postprocessors=[
+            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
+        ],
+    )
+    with pytest.raises(InputError, match=r"memory= is a ChatMemoryBuffer, .* use ContextBudget"):
+        engine.chat("When do the warehouses open?")
+    assert not any(FENCE_OPEN in prompt for prompt in llm.prompts)
+
+
+def test_memory_with_a_fixed_budget_is_an_error() -> None:
+    memory = ContextBudgetMemory.from_defaults(tokenizer="o200k_base", token_limit=500)
+    with pytest.raises(InputError, match=r"memory= sizes the sources .* pass one or the other"):
+        ContextBudgetPostprocessor(tokenizer="o200k_base", max_tokens=1_000, memory=memory)
+
+
+@pytest.mark.parametrize("cls", CHAT_ENGINES)
+def test_chat_engine_with_llamaindex_helper_is_refused_before_it_runs_out_of_room(
+    cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
+) -> None:
+    # The control: LlamaIndex's own helper, same engine, same conversation as below. It
+    # would fail later ("Chunk size -N is not positive"); the unlinked postprocessor refuses
+    # the first query instead.
     llm = recording_llm(5, window=4_096, reserve=1_024)
     Settings.prompt_helper = PromptHelper.from_llm_metadata(
         llm.metadata, tokenizer=o200k.encoding.encode
     )
-    with pytest.raises(ValueError, match=r"Chunk size -\d+ is not positive"):
+    with pytest.raises(InputError, match=UNSEEN_HISTORY):
         chat(chat_engine(cls, llm, 2_600, o200k), 50)
+    assert not llm.prompts
 
 
 @pytest.mark.parametrize("cls", CHAT_ENGINES)
@@ -391,15 +574,16 @@ def resume(engine: ContextChatEngine | CondensePlusContextChatEngine) -> None:
 
 
 @pytest.mark.parametrize("cls", CHAT_ENGINES)
-def test_resumed_chat_without_our_helper_has_negative_room(
+def test_resumed_chat_with_llamaindex_helper_is_refused(
     cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
 ) -> None:
-    # The control for the test below: LlamaIndex's upstream issue 16235.
+    # The control for the test below: LlamaIndex's helper would fail with a negative room
+    # (its upstream issue 16235); the unlinked postprocessor refuses first.
     llm = recording_llm(5, window=4_096, reserve=1_024)
     Settings.prompt_helper = PromptHelper.from_llm_metadata(
         llm.metadata, tokenizer=o200k.encoding.encode
     )
-    with pytest.raises(ValueError, match=r"Calculated available context size -\d+ was not"):
+    with pytest.raises(InputError, match=UNSEEN_HISTORY):
         resume(chat_engine(cls, llm, 3_000, o200k))
 
 
