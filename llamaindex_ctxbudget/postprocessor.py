@@ -15,6 +15,11 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.chat_engine import CondensePlusContextChatEngine, ContextChatEngine
+from llama_index.core.chat_engine.condense_plus_context import (
+    DEFAULT_CONTEXT_PROMPT_TEMPLATE,
+    DEFAULT_CONTEXT_REFINE_PROMPT_TEMPLATE,
+)
+from llama_index.core.chat_engine.context import DEFAULT_CONTEXT_TEMPLATE, DEFAULT_REFINE_TEMPLATE
 from llama_index.core.llms import LLM
 from llama_index.core.memory import BaseMemory
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -208,8 +213,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         memory = self._memory
-        if memory is None:
-            self._refuse_unseen_history(inspect.currentframe())
+        self._refuse_unsized_chat(inspect.currentframe())
         history = None if memory is None else memory.get()
         return self._select(nodes, _asked(query_bundle, memory), history)
 
@@ -217,19 +221,20 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         memory = self._memory
-        if memory is None:
-            self._refuse_unseen_history(inspect.currentframe())
+        self._refuse_unsized_chat(inspect.currentframe())
         history = None if memory is None else await memory.aget()
         # In a worker thread, as LlamaIndex runs every postprocessor's sync code from async
         # callers (a thread started this way sees the as_principal block).
         return await asyncio.to_thread(self._select, nodes, _asked(query_bundle, memory), history)
 
-    def _refuse_unseen_history(self, frame: FrameType | None) -> None:
+    def _refuse_unsized_chat(self, frame: FrameType | None) -> None:
         """An `InputError` when a chat engine that sends its history beside the sources calls
-        this postprocessor without its memory while LlamaIndex's own PromptHelper packs: the
-        sources cannot leave room for a history they do not see, and that helper would then
-        cut one out of its fence. The engine is found among the callers (it holds this
-        postprocessor); `ContextBudgetPromptHelper` never cuts, so it needs no memory."""
+        this postprocessor, LlamaIndex's own PromptHelper packs, and the sources cannot leave
+        that helper the room it needs: the postprocessor was not given the engine's memory
+        (it cannot see the history), or the engine has a system prompt or templates of its
+        own (the room is that of LlamaIndex's defaults). That helper would then cut a source
+        out of its fence. The engine is found among the callers (it holds this
+        postprocessor); `ContextBudgetPromptHelper` never cuts, so it needs neither."""
         if isinstance(Settings._prompt_helper, ContextBudgetPromptHelper):
             return
         while frame is not None:
@@ -237,15 +242,27 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
             if isinstance(engine, _HISTORY_ENGINES) and any(
                 p is self for p in getattr(engine, "_node_postprocessors", ())
             ):
-                raise InputError(
-                    f"{type(engine).__name__} sends its chat history beside the sources, and "
-                    "this ContextBudgetPostprocessor was not given its memory, so LlamaIndex's "
-                    "own PromptHelper could cut a source out of its fence: build the engine "
-                    "with memory=ContextBudgetMemory.from_defaults(...) and pass the same "
-                    "memory= to the postprocessor, or set Settings.prompt_helper = "
-                    "ContextBudgetPromptHelper.from_llm(llm, tokenizer=...)"
-                )
+                break
             frame = frame.f_back
+        else:
+            return
+        name = type(engine).__name__
+        if self._memory is None:
+            why = "this ContextBudgetPostprocessor was not given its memory"
+            fix = (
+                "build the engine with memory=ContextBudgetMemory.from_defaults(...) and pass "
+                "the same memory= to the postprocessor, or set"
+            )
+        elif _own_prompts(engine):
+            why = "it has a system prompt or templates of its own, which the room is not sized for"
+            fix = "set"
+        else:
+            return
+        raise InputError(
+            f"{name} sends its chat history beside the sources, and {why}, so LlamaIndex's "
+            f"own PromptHelper could cut a source out of its fence: {fix} "
+            "Settings.prompt_helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer=...)"
+        )
 
     def _select(
         self,
@@ -319,6 +336,22 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
                 f"shorten the query{fix}, or use an LLM with a larger window",
             )
         return sized, max(min(cap, room), 0)
+
+
+def _own_prompts(engine: ContextChatEngine | CondensePlusContextChatEngine) -> bool:
+    """Whether `engine` sends a system prompt, prefix messages or templates other than
+    LlamaIndex's defaults, the ones the sources' room is sized for (`_room`)."""
+    if isinstance(engine, ContextChatEngine):
+        templates = (engine._context_template, engine._context_refine_template)
+        defaults = (DEFAULT_CONTEXT_TEMPLATE, DEFAULT_REFINE_TEMPLATE)
+        extra = bool(engine._prefix_messages)
+    else:
+        templates = (engine._context_prompt_template, engine._context_refine_prompt_template)
+        defaults = (DEFAULT_CONTEXT_PROMPT_TEMPLATE, DEFAULT_CONTEXT_REFINE_PROMPT_TEMPLATE)
+        extra = bool(engine._system_prompt)
+    return extra or any(
+        getattr(t, "template", None) != d for t, d in zip(templates, defaults, strict=True)
+    )
 
 
 def _query_str(query: QueryBundle | None) -> str:

@@ -617,3 +617,52 @@ def test_chat_engine_principal_per_message_sees_its_sources(
     with_sources = [p for p in llm.prompts if FENCE_OPEN in p]
     assert SECRET in with_sources[0]
     assert SECRET not in with_sources[1]
+
+
+@pytest.mark.parametrize(
+    ("cls", "own"),
+    [
+        (ContextChatEngine, {"system_prompt": "You are the warehouse desk. " * 40}),
+        (ContextChatEngine, {"context_template": "Facts:\n{context_str}\nAnswer well. " * 3}),
+        (CondensePlusContextChatEngine, {"system_prompt": "You are the warehouse desk. " * 40}),
+        (CondensePlusContextChatEngine, {"context_prompt": "Facts:\n{context_str}\nBe brief."}),
+    ],
+    ids=["context-system", "context-template", "condense-system", "condense-template"],
+)
+def test_chat_engine_with_own_prompts_under_llamaindex_helper_is_refused(
+    cls: type[ContextChatEngine | CondensePlusContextChatEngine],
+    own: dict[str, str],
+    o200k: TiktokenTokenizer,
+) -> None:
+    # Linked to its memory, but the room is sized for LlamaIndex's default prompts.
+    llm = recording_llm(5, window=4_096, reserve=1_024)
+    use_helper("llamaindex", llm, o200k)
+    memory = long_chat_memory("ContextBudgetMemory", llm, o200k)
+    engine = cls.from_defaults(
+        build_index().as_retriever(similarity_top_k=3),
+        llm=llm,
+        memory=memory,
+        node_postprocessors=[
+            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
+        ],
+        **own,  # type: ignore[arg-type]
+    )
+    with pytest.raises(InputError, match=r"has a system prompt or templates of its own"):
+        engine.chat("When do the warehouses open?")
+    assert not llm.prompts
+
+
+def test_chat_engine_with_own_prompts_under_our_helper_is_sent_fenced(
+    o200k: TiktokenTokenizer,
+) -> None:
+    llm = recording_llm(5, window=4_096, reserve=1_024)
+    use_helper("ours", llm, o200k)
+    engine = ContextChatEngine.from_defaults(
+        build_index().as_retriever(similarity_top_k=3),
+        llm=llm,
+        memory=long_chat_memory("ChatMemoryBuffer", llm, o200k),
+        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
+        system_prompt="You are the warehouse desk. " * 40,
+    )
+    engine.chat("When do the warehouses open?")
+    assert any(FENCE_OPEN in p for p in llm.prompts)
