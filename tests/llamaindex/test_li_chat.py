@@ -43,9 +43,11 @@ def memory(llm: RecordingChatLLM | None = None, **options: Any) -> ContextBudget
     )
 
 
-def context_engine(llm: RecordingChatLLM, kept: ContextBudgetMemory) -> BaseChatEngine:
+def as_chat_engine(
+    mode: ChatMode, llm: RecordingChatLLM, kept: ContextBudgetMemory
+) -> BaseChatEngine:
     return build_index().as_chat_engine(
-        chat_mode=ChatMode.CONTEXT,
+        chat_mode=mode,
         llm=llm,
         memory=kept,
         similarity_top_k=3,
@@ -53,18 +55,14 @@ def context_engine(llm: RecordingChatLLM, kept: ContextBudgetMemory) -> BaseChat
             ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=kept)
         ],
     )
+
+
+def context_engine(llm: RecordingChatLLM, kept: ContextBudgetMemory) -> BaseChatEngine:
+    return as_chat_engine(ChatMode.CONTEXT, llm, kept)
 
 
 def condense_engine(llm: RecordingChatLLM, kept: ContextBudgetMemory) -> BaseChatEngine:
-    return build_index().as_chat_engine(
-        chat_mode=ChatMode.CONDENSE_PLUS_CONTEXT,
-        llm=llm,
-        memory=kept,
-        similarity_top_k=3,
-        node_postprocessors=[
-            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=kept)
-        ],
-    )
+    return as_chat_engine(ChatMode.CONDENSE_PLUS_CONTEXT, llm, kept)
 
 
 def condense_class(llm: RecordingChatLLM, kept: ContextBudgetMemory) -> BaseChatEngine:
