@@ -9,7 +9,8 @@ README "Agents and chat" are applied once:
   call and its `FunctionMessage`) share a `Turn.group`, kept or dropped whole, and a tool
   turn carries the tool's name (`Turn.name`), which a cleared result shows;
 - messages before the first human message join its group, so the first unit (which the
-  core keeps when it fits) is the user's first message with any greeting before it;
+  core keeps when it fits) is the user's first message with any greeting before it —
+  unless that message is the latest, which is sent alone, and the greeting is the first;
 - system messages are not turns: wherever they stand, they are sent first, before the
   conversation, as LangChain's Anthropic integration requires (it takes one run of
   system messages, and raises on a second one later);
@@ -267,7 +268,10 @@ def conversation_of(
     order = [index for index, role in enumerate(roles) if role != "system"]
     groups, tools = _groups(name, given, order)
     first_human = next((k for k, index in enumerate(order) if roles[index] == "user"), 0)
-    for index in order[: first_human + 1] if first_human else ():
+    # Not when that message is the latest: it is sent anyway, and a greeting joined to it
+    # would make the unit that must fit larger than the message it has to send.
+    joined = order[: first_human + 1] if 0 < first_human < len(order) - 1 else ()
+    for index in joined:
         groups[index] = f"{name}[{order[0]}]"
     turns = {
         index: _turn(

@@ -414,3 +414,14 @@ def test_trim_history_counts_only_turns_that_can_fit() -> None:
     trim_history(long_history(200), max_tokens=300, tokenizer=small)
     trim_history(long_history(2_000), max_tokens=300, tokenizer=large)
     assert large.calls <= 2 * small.calls
+
+
+def test_trim_history_latest_message_after_a_greeting_is_sent_without_it() -> None:
+    # The greeting joins the first human message's unit only while that message is not
+    # the latest: here the latest must fit alone, and the greeting goes if it does not.
+    greeting = AIMessage("Hello! How can I help? " + "Ask me anything about orders. " * 8)
+    question = HumanMessage("Where is my order 17?")
+    assert len(O200K.encoding.encode(greeting.text)) > 40
+    sent = trim_history([greeting, question], max_tokens=40, tokenizer="gpt-4o")
+    assert sent[-1].text == question.text
+    assert greeting.text not in [m.text for m in sent]
