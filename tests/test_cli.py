@@ -296,10 +296,10 @@ def test_main_with_total_below_reserve_says_so(capsys: pytest.CaptureFixture[str
 
 
 def test_main_with_unknown_model_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--model", "llama-3"]) == 1
+    assert main(["--model", "acme-3"]) == 1
 
     err = capsys.readouterr().err
-    assert err.startswith("ctxbudget: no known tokenizer for model 'llama-3'. ")
+    assert err.startswith("ctxbudget: no known tokenizer for model 'acme-3'. ")
     assert "CallableTokenizer(fn, name=...)" in err
     assert err.count("\n") == 1
 

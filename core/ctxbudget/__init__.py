@@ -21,9 +21,11 @@ from ctxbudget._errors import (
     TokenizerError,
     VocabularyError,
 )
+from ctxbudget._estimates import EstimateTokenizer
 from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_section
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
+from ctxbudget._models import ModelInfo, resolve_model
 from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
 from ctxbudget._report import Dropped, Report, SummarySpan
 from ctxbudget._result import (
@@ -53,10 +55,12 @@ from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
 from ctxbudget._tokens import (
     CallableTokenizer,
+    CountMethod,
     HuggingFaceTokenizer,
     TiktokenTokenizer,
     TokenCounter,
     Tokenizer,
+    count_method_of,
     get_tokenizer,
 )
 from ctxbudget._turns import ToolCall, TrimmedHistory, message_text, trim_turns
@@ -87,11 +91,13 @@ __all__ = [
     "ConflictPolicy",
     "ContextAssembler",
     "ContextBudgetError",
+    "CountMethod",
     "CtxBudgetError",
     "Dedup",
     "DocumentLoader",
     "Dropped",
     "Escalation",
+    "EstimateTokenizer",
     "FenceMode",
     "FencedSource",
     "HistoryOptions",
@@ -99,6 +105,7 @@ __all__ = [
     "InputError",
     "Message",
     "MessageStyle",
+    "ModelInfo",
     "NoScope",
     "OpenAIMessage",
     "OpenAITool",
@@ -122,6 +129,7 @@ __all__ = [
     "Turn",
     "VocabularyError",
     "acl_from_metadata",
+    "count_method_of",
     "fence_rule",
     "fence_sources",
     "fence_untrusted",
@@ -135,6 +143,7 @@ __all__ = [
     "principal_for_call",
     "read_fenced",
     "read_fenced_all",
+    "resolve_model",
     "scan_for_instructions",
     "select_sources",
     "trim_turns",

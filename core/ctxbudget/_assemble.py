@@ -33,7 +33,7 @@ from ctxbudget._sources.pipeline import (
     select_with,
     sources_of,
 )
-from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
+from ctxbudget._tokens import TokenCounter, Tokenizer, count_method_of, get_tokenizer
 from ctxbudget._tools import tool_schema, tools_claim
 from ctxbudget._turns import TrimmedHistory, trim_with
 
@@ -326,6 +326,7 @@ class ContextAssembler:
         tools_kept = tuple(claims["tools"].kept(fits["tools"])) if "tools" in claims else ()
 
         squeezed = allocated.squeezed.get("retrieved", False)
+        method = count_method_of(self.counter.tokenizer)
         report = Report(
             budget=self.budget.available,
             total=rendered.total,
@@ -349,6 +350,9 @@ class ContextAssembler:
             final_check_drops=rendered.drops,
             cleared=cleared,
             summaries=summaries,
+            count_exact=method.exact,
+            count_method=None if method.exact else method.label,
+            count_margin=method.margin,
         )._defer_dropped(dropped)
         _log(report, self.budget, left_out)
         return Assembled(

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails
 
 from ctxbudget._errors import BudgetError
-from ctxbudget._tokens import match_model
+from ctxbudget._models import CONTEXT_WINDOWS, UnknownModelError, resolve_model
 
 __all__ = [
     "CLAIMANTS",
@@ -37,43 +37,6 @@ CLAIMANTS: tuple[Claimant, ...] = get_args(Claimant)
 
 Syntax = Literal["toml", "json"]
 """The file syntax a budget's error messages are written in."""
-
-CONTEXT_WINDOWS: Mapping[str, int] = {
-    "gpt-5": 400_000,
-    "gpt-5-mini": 400_000,
-    "gpt-5-nano": 400_000,
-    "gpt-5-chat-latest": 128_000,
-    "gpt-4.1": 1_047_576,
-    "gpt-4.1-mini": 1_047_576,
-    "gpt-4.1-nano": 1_047_576,
-    "gpt-4o": 128_000,
-    "gpt-4o-mini": 128_000,
-    "chatgpt-4o-latest": 128_000,
-    "gpt-4-turbo": 128_000,
-    "gpt-4": 8_192,
-    "gpt-4-32k": 32_768,
-    "gpt-3.5-turbo": 16_385,
-    "gpt-3.5-turbo-instruct": 4_096,
-    "o1": 200_000,
-    "o1-mini": 128_000,
-    "o1-preview": 128_000,
-    "o3": 200_000,
-    "o3-mini": 200_000,
-    "o4-mini": 200_000,
-}
-"""Context windows (input plus output, in tokens) of current OpenAI models whose tokenizer
-tiktoken knows, as OpenAI's model pages give them.
-
-A model name resolves by the same rule as `get_tokenizer`, through `match_model`:
-case-insensitive, the exact name first, else the longest listed name followed by ``-``
-(``gpt-4o-2024-08-06`` is a ``gpt-4o`` model, ``gpt-4o-mini-2024-07-18`` a ``gpt-4o-mini``).
-Variants whose window differs from their family's are listed by name (``o1-mini``,
-``gpt-5-chat-latest``), so the family rule does not give them their family's larger window.
-"""
-
-_INPUT_LIMITS: Mapping[str, int] = {"gpt-5": 272_000}
-"""Models whose input has a limit of its own below window - output (resolved like
-`CONTEXT_WINDOWS`): gpt-5's 400,000 tokens are at most 272,000 of input plus 128,000 of output."""
 
 _NonNegative = Annotated[int, Field(ge=0)]
 
@@ -307,26 +270,37 @@ class Budget(BaseModel):
         reserve_output: int,
         allocations: Sequence[Allocation] | None = None,
     ) -> Budget:
-        """`for_context_window` with the context window of a known model (`CONTEXT_WINDOWS`).
+        """`for_context_window` with the context window of a known model.
 
-        The model name resolves as for `get_tokenizer`: case-insensitive, the exact name,
-        else its family (``gpt-4o-2024-08-06`` is a ``gpt-4o``). A model whose input has a
+        The model name is read by the one model-name rule, `resolve_model`, as for
+        `get_tokenizer`: ``openai:gpt-4o-2024-08-06``, ``claude-sonnet-4-5`` and
+        ``us.anthropic.claude-sonnet-4-5-20250929-v1:0`` all name known windows (README
+        "Counting other models" lists them with their sources). A model whose input has a
         limit of its own gets ``total = min(window, input limit + reserve_output)``, so the
         prompt never passes that limit: gpt-5's 400,000 tokens take at most 272,000 of input.
+        An open-weight model's window is its server's setting, so it is never assumed.
 
         >>> Budget.for_model("GPT-4.1", reserve_output=8_000).total
         1047576
         """
-        window = match_model(model, CONTEXT_WINDOWS, _families(CONTEXT_WINDOWS))
+        fix = (
+            "; use Budget.for_context_window(<tokens>, reserve_output=...) with the window "
+            "from your provider's documentation"
+        )
+        try:
+            info = resolve_model(model)
+        except UnknownModelError as error:
+            near = f" (the nearest known model is {error.nearest})" if error.nearest else ""
+            raise BudgetError(f"unknown context window for model {model!r}{near}{fix}") from None
+        window = info.context_window
         if window is None:
             raise BudgetError(
-                f"unknown context window for model {model!r}; use "
-                "Budget.for_context_window(<tokens>, reserve_output=...) with the window "
-                "from your provider's documentation"
+                f"unknown context window for model {model!r}: {info.source}; use "
+                "Budget.for_context_window(<tokens>, reserve_output=...) with the window your "
+                "provider documents or your server is set to"
             )
-        input_limit = match_model(model, _INPUT_LIMITS, _families(_INPUT_LIMITS))
-        if input_limit is not None:
-            window = min(window, input_limit + reserve_output)
+        if info.input_limit is not None:
+            window = min(window, info.input_limit + reserve_output)
         return cls.for_context_window(
             window, reserve_output=reserve_output, allocations=allocations
         )
@@ -420,11 +394,6 @@ def _sized_allocations(available: int) -> tuple[Allocation, ...]:
         else Allocation(a.name, min=a.min, max=cap(a), priority=a.priority)
         for a in DEFAULT_ALLOCATIONS
     )
-
-
-def _families(table: Mapping[str, int]) -> dict[str, int]:
-    """Each listed model as the family of its snapshots and variants: ``gpt-4o`` -> ``gpt-4o-``."""
-    return {f"{name}-": value for name, value in table.items()}
 
 
 def _json_loads(text: str) -> object:

@@ -239,6 +239,14 @@ def nothing_in(value: tuple[object, ...]) -> bool:
     return not value
 
 
+def _is_true(value: bool) -> bool:
+    return value is True
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 class SummarySpan(BaseModel):
     """One run of history turns left out while a summariser was set, and what stands there.
 
@@ -340,4 +348,26 @@ class Report(DeferredDropped, BaseModel):
         exclude_if=nothing_in,
         description="When a summariser is set: each run of history turns left out, in order, "
         "and whether a summary or the gap marker stands there. Left out of dumps when empty.",
+    )
+    count_exact: bool = Field(
+        default=True,
+        exclude_if=_is_true,
+        description="Whether every count is the model's own tokenizer's (tiktoken:<encoding>, "
+        "or a tokenizer declared exact); False for an upper-bound estimate or a tokenizer "
+        'ctxbudget cannot vouch for (README "Counting other models"). Left out of dumps when '
+        "True.",
+    )
+    count_method: str | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="When count_exact is False, how the counts were made: estimate:<family> "
+        "(an upper bound for a model whose tokenizer is not public), callable:<name>, "
+        "huggingface:<name>, or user:<name> for a tokenizer that does not say. None when the "
+        "counts are exact. Left out of dumps when None.",
+    )
+    count_margin: float | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="For an upper-bound estimate: its head-room above the worst ratio "
+        "measured for that kind of text (0.1 is 10%); None otherwise, and left out of dumps.",
     )

@@ -1,9 +1,11 @@
 """Token counting with the model's own tokenizer.
 
 A character estimate is off by 10-25% against a real BPE, which is the whole margin
-a budget is for, so it is never the default. `get_tokenizer` resolves a model or
-encoding name to tiktoken; `CallableTokenizer` and `HuggingFaceTokenizer` adapt
-anything else to the one `Tokenizer` protocol the assembler accepts.
+a budget is for, so it is never the default. `get_tokenizer` resolves a model name by the
+one model-name rule (`resolve_model`) to tiktoken, or for Claude and Gemini, whose
+tokenizers are not public, to a labelled upper bound (`_estimates.py`);
+`CallableTokenizer` and `HuggingFaceTokenizer` adapt anything else to the one `Tokenizer`
+protocol the assembler accepts. Every count says how it was made (`count_method_of`).
 """
 
 from __future__ import annotations
@@ -13,23 +15,29 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol, TypeVar, cast, runtime_checkable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 import tiktoken
-import tiktoken.model
 
-from ctxbudget import _offline
+from ctxbudget import _mistral, _offline
 from ctxbudget._errors import TokenizerError
+from ctxbudget._estimates import ESTIMATES, EstimateTokenizer
 from ctxbudget._joins import Counted, Ends, JoinCounter, Piece, ends, join_counter
+from ctxbudget._models import match_model, resolve_model
 
 __all__ = [
     "VERIFY_JOINS",
     "CallableTokenizer",
+    "CountMethod",
+    "Encoding",
     "HuggingFaceTokenizer",
+    "LabelledTokenizer",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",
+    "count_method_of",
     "get_tokenizer",
     "match_model",
 ]
@@ -46,7 +54,11 @@ encode of the joined text, raising on any difference (the test suite sets it).""
 
 @runtime_checkable
 class Tokenizer(Protocol):
-    """Counts tokens exactly as the target model will."""
+    """Counts tokens as the target model will (an estimate: at least as many).
+
+    A tokenizer may also say how exact it is (`LabelledTokenizer`); one that does not is
+    reported as ``user:<name>``, not exact (`count_method_of`).
+    """
 
     @property
     def name(self) -> str:
@@ -56,6 +68,49 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int:
         """Number of tokens in `text`, treating special-token look-alikes as plain text."""
         ...
+
+
+@runtime_checkable
+class LabelledTokenizer(Tokenizer, Protocol):
+    """A tokenizer that says how exact its counts are (every tokenizer ctxbudget builds)."""
+
+    @property
+    def exact(self) -> bool:
+        """True only when the count is the model's own tokenizer's, not an estimate."""
+        ...
+
+    @property
+    def method(self) -> str:
+        """How counts are made, e.g. ``"tiktoken:o200k_base"``, ``"estimate:claude-v3"``."""
+        ...
+
+
+@dataclass(frozen=True)
+class CountMethod:
+    """How a tokenizer's counts are made, as the report carries it (README "Counting other
+    models")."""
+
+    label: str
+    """``tiktoken:<encoding>``, ``estimate:<family>``, ``callable:<name>``,
+    ``huggingface:<name>``, or ``user:<name>`` for a tokenizer that does not say."""
+    exact: bool
+    """True only when the count is the model's own tokenizer's."""
+    margin: float | None
+    """For an upper-bound estimate: its head-room above the worst ratio measured (0.1 is
+    10%); None for other counts."""
+
+
+def count_method_of(tokenizer: Tokenizer) -> CountMethod:
+    """How `tokenizer` counts. A tokenizer that does not say (`LabelledTokenizer`) is
+    ``user:<name>`` and not exact: ctxbudget cannot vouch for a count it did not make."""
+    if not isinstance(tokenizer, LabelledTokenizer):
+        return CountMethod(f"user:{tokenizer.name}", exact=False, margin=None)
+    margin = getattr(tokenizer, "margin", None)
+    return CountMethod(
+        tokenizer.method,
+        exact=tokenizer.exact,
+        margin=margin if isinstance(margin, float) else None,
+    )
 
 
 @runtime_checkable
@@ -87,6 +142,14 @@ class TiktokenTokenizer:
         return self._encoding
 
     @property
+    def exact(self) -> bool:
+        return True
+
+    @property
+    def method(self) -> str:
+        return f"tiktoken:{self.name}"
+
+    @property
     def max_token_bytes(self) -> int:
         return self._max_token_bytes
 
@@ -106,15 +169,27 @@ class TiktokenTokenizer:
 
 
 class CallableTokenizer:
-    """Adapts any ``str -> int`` function (a provider's count endpoint, a custom BPE)."""
+    """Adapts any ``str -> int`` function (a provider's count endpoint, a custom BPE).
 
-    def __init__(self, count: Callable[[str], int], *, name: str) -> None:
+    Pass ``exact=True`` when the function is the model's own tokenizer: reports then say so.
+    """
+
+    def __init__(self, count: Callable[[str], int], *, name: str, exact: bool = False) -> None:
         self._count = count
         self._name = name
+        self._exact = exact
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def exact(self) -> bool:
+        return self._exact
+
+    @property
+    def method(self) -> str:
+        return f"callable:{self._name}"
 
     def count(self, text: str) -> int:
         n = self._count(text)
@@ -137,16 +212,27 @@ class HuggingFaceTokenizer:
     """Adapts a Hugging Face tokenizer: `tokenizers.Tokenizer` or a `transformers` one.
 
     Counts without special tokens (BOS/EOS), which the chat template adds once per
-    request, not per text.
+    request, not per text. Pass ``exact=True`` when it is the model's own tokenizer file.
     """
 
-    def __init__(self, tokenizer: _Encodes, *, name: str | None = None) -> None:
+    def __init__(
+        self, tokenizer: _Encodes, *, name: str | None = None, exact: bool = False
+    ) -> None:
         self._tokenizer = tokenizer
         self._name = name or getattr(tokenizer, "name_or_path", None) or type(tokenizer).__name__
+        self._exact = exact
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def exact(self) -> bool:
+        return self._exact
+
+    @property
+    def method(self) -> str:
+        return f"huggingface:{self._name}"
 
     def count(self, text: str) -> int:
         encoded = self._tokenizer.encode(text, add_special_tokens=False)
@@ -184,49 +270,55 @@ def _encoding(name: str) -> tiktoken.Encoding:
         ) from exc
 
 
-def match_model(model: str, names: Mapping[str, V], families: Mapping[str, V]) -> V | None:
-    """The entry for `model` by ctxbudget's one model-name rule, or None when nothing matches.
-
-    The rule is tiktoken's own, made case-insensitive and independent of table order: the
-    lower-cased name is looked up in `names`; failing that, the longest key of `families`
-    that it starts with wins (``gpt-4o-2024-08-06`` is in the ``gpt-4o-`` family). Both the
-    tokenizer (`get_tokenizer`) and the context window (`Budget.for_model`) resolve a model
-    name through this one function, so a name means the same model to both.
-    """
-    name = model.lower()
-    if name in names:
-        return names[name]
-    family = max((f for f in families if name.startswith(f)), key=len, default=None)
-    return None if family is None else families[family]
+Encoding = Literal[
+    "o200k_base", "o200k_harmony", "cl100k_base", "p50k_base", "p50k_edit", "r50k_base", "gpt2"
+]
+"""tiktoken's encoding names: `get_tokenizer` gives a `TiktokenTokenizer` for each."""
 
 
-def get_tokenizer(model_or_encoding: str) -> TiktokenTokenizer:
-    """The tiktoken tokenizer for a model name (``"gpt-4o"``) or encoding (``"o200k_base"``).
+@overload
+def get_tokenizer(model_or_encoding: Encoding) -> TiktokenTokenizer: ...
+@overload
+def get_tokenizer(model_or_encoding: str) -> Tokenizer: ...
+def get_tokenizer(model_or_encoding: str) -> Tokenizer:
+    """The tokenizer for a model name (``"gpt-4o"``, ``"claude-sonnet-4-5"``) or a tiktoken
+    encoding (``"o200k_base"``).
 
-    Names are case-insensitive. A model name resolves through tiktoken's own table
-    (`tiktoken.model.MODEL_TO_ENCODING`, then the longest matching prefix family of
-    `MODEL_PREFIX_TO_ENCODING`: ``gpt-4o-2024-08-06`` is a ``gpt-4o-`` model); a name
-    tiktoken does not know raises instead of guessing, because a wrong tokenizer
-    miscounts silently. A model and its encoding share one tokenizer object.
+    The name is read by the one model-name rule, `resolve_model` (any case; provider
+    prefixes, Bedrock, Vertex, Hugging Face and Ollama decorations). OpenAI models count
+    exactly with tiktoken; Claude and Gemini, whose tokenizers are not public, with a
+    labelled upper bound (``exact`` False). A name that is unknown, or of a family ctxbudget
+    cannot count offline, raises instead of guessing, because a wrong tokenizer miscounts
+    silently. A model and its encoding share one tokenizer object.
 
     >>> get_tokenizer("gpt-4o").count("hello world")
     2
     """
-    encodings = {name.lower(): name for name in tiktoken.list_encoding_names()}
-    encoding_name = encodings.get(model_or_encoding.lower()) or match_model(
-        model_or_encoding,
-        tiktoken.model.MODEL_TO_ENCODING,
-        tiktoken.model.MODEL_PREFIX_TO_ENCODING,
-    )
-    if encoding_name is None:
+    if model_or_encoding in ESTIMATES:  # a label read back, e.g. from ingest metadata
+        return _estimate(model_or_encoding)
+    if model_or_encoding in _mistral.TEKKEN_SHA256:
+        return _tekken(model_or_encoding)
+    info = resolve_model(model_or_encoding)
+    if info.tokenizer is None:
         raise TokenizerError(
-            f"no known tokenizer for model {model_or_encoding!r}. Pass a model name tiktoken "
-            f"knows (e.g. 'gpt-4o', 'gpt-4.1-mini', 'o3'; any case), an encoding name "
-            f"({', '.join(sorted(tiktoken.list_encoding_names()))}), or a Tokenizer: "
-            "CallableTokenizer(fn, name=...) for any str -> int function, "
-            "HuggingFaceTokenizer(tokenizers.Tokenizer.from_file(...)) for a Hugging Face one"
+            f"no offline tokenizer for model {model_or_encoding!r}, a {info.family} model: "
+            f"{info.unavailable}"
         )
-    return _tokenizer(encoding_name)
+    if info.tokenizer in ESTIMATES:
+        return _estimate(info.tokenizer)
+    if info.tokenizer in _mistral.TEKKEN_SHA256:
+        return _tekken(info.tokenizer)
+    return _tokenizer(info.tokenizer)
+
+
+@functools.cache
+def _tekken(name: str) -> TiktokenTokenizer:
+    return TiktokenTokenizer(_mistral.tekken_encoding(name))
+
+
+@functools.cache
+def _estimate(label: str) -> EstimateTokenizer:
+    return EstimateTokenizer(ESTIMATES[label], _tokenizer("o200k_base"))
 
 
 @functools.cache

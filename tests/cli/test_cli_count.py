@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ctxbudget import get_tokenizer
 from tests.cli.cli_support import Run
 
@@ -25,6 +27,9 @@ def test_count_json_gives_each_file_and_the_total(cli: Run, tmp_path: Path) -> N
     assert data == {
         "model": "gpt-4o",
         "encoding": "o200k_base",
+        "method": "tiktoken:o200k_base",
+        "exact": True,
+        "margin": None,
         "files": [
             {"path": one, "tokens": expected, "characters": len(TEXT)},
             {"path": two, "tokens": get_tokenizer("gpt-4o").count("# Hi\n"), "characters": 5},
@@ -69,11 +74,72 @@ def test_count_missing_file_exits_1(cli: Run, tmp_path: Path) -> None:
 
 
 def test_count_unknown_model_says_how_to_pick_a_tokenizer(cli: Run, tmp_path: Path) -> None:
-    ran = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "llama-3")
+    ran = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "acme-7b")
 
     assert ran.code == 1
-    assert ran.err.startswith("ctxbudget: no known tokenizer for model 'llama-3'. Pass a model")
+    assert ran.err.startswith("ctxbudget: no known tokenizer for model 'acme-7b'. ctxbudget reads")
     assert ran.err.count("\n") == 1
+
+
+def test_count_misspelt_model_names_the_nearest_known_one(cli: Run, tmp_path: Path) -> None:
+    ran = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "claude-sonet-4-5")
+
+    assert ran.code == 1
+    assert ran.err.startswith(
+        "ctxbudget: no known tokenizer for model 'claude-sonet-4-5'. The nearest known model is "
+        "'claude-sonnet-4-5' (claude)."
+    )
+
+
+@pytest.mark.parametrize(
+    "model", ["openai:gpt-4o", "azure/gpt-4o", "azure_openai:gpt-4o-2024-08-06", "GPT-4o"]
+)
+def test_count_reads_the_model_name_as_the_library_does(
+    cli: Run, tmp_path: Path, model: str
+) -> None:
+    data = cli("count", write(tmp_path, "a.txt", TEXT), "--model", model, "--json").json()
+
+    assert (data["encoding"], data["total"]) == ("o200k_base", get_tokenizer("gpt-4o").count(TEXT))
+
+
+def test_count_of_claude_is_a_labelled_upper_bound(cli: Run, tmp_path: Path) -> None:
+    path = write(tmp_path, "a.txt", TEXT)
+
+    data = cli("count", path, "--model", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "--json")
+
+    assert data.json() == {
+        "model": "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "encoding": "estimate:claude-v3",
+        "method": "estimate:claude-v3",
+        "exact": False,
+        "margin": 0.1,
+        "files": [
+            {
+                "path": path,
+                "tokens": get_tokenizer("claude-sonnet-4-5").count(TEXT),
+                "characters": len(TEXT),
+            }
+        ],
+        "total": get_tokenizer("claude-sonnet-4-5").count(TEXT),
+    }
+
+
+def test_count_view_of_gemini_says_the_count_is_an_upper_bound(cli: Run, tmp_path: Path) -> None:
+    out = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "gemini-2.5-flash").out
+
+    assert out.splitlines()[-1] == (
+        "Counted with estimate:gemini (gemini-2.5-flash): an upper-bound estimate, 10% above "
+        "the worst ratio measured."
+    )
+
+
+def test_count_of_model_without_offline_tokenizer_says_so(cli: Run, tmp_path: Path) -> None:
+    ran = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "llama3.1:8b")
+
+    assert ran.code == 1
+    assert ran.err.startswith(
+        "ctxbudget: no offline tokenizer for model 'llama3.1:8b', a llama-3 model: "
+    )
 
 
 def test_count_without_files_is_a_usage_error(cli: Run) -> None:

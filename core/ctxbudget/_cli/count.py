@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
+from ctxbudget import count_method_of
 from ctxbudget._cli.command import Command
 from ctxbudget._cli.options import add_model, read_text, tokenizer
-from ctxbudget._cli.outcome import print_json, terminal
+from ctxbudget._cli.outcome import count_note, print_json, terminal
 
 __all__ = ["COMMAND"]
 
@@ -15,7 +16,8 @@ _NAME: Final = "count"
 _HELP: Final = "count the tokens of files with a model's tokenizer"
 _DESCRIPTION: Final = (
     "Count the tokens of each file (UTF-8 text) with the model's own tokenizer, as the "
-    "assembler counts them. Offline with the offline extra."
+    "assembler counts them; for Claude and Gemini, whose tokenizers are not public, an "
+    "upper-bound estimate, labelled as such. Offline with the offline extra."
 )
 
 
@@ -27,6 +29,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     counter = tokenizer(args.model)
+    method = count_method_of(counter)
     texts = [(path, read_text(path)) for path in args.files]
     rows = [(path, counter.count(text), len(text)) for path, text in texts]
     total = sum(tokens for _, tokens, _ in rows)
@@ -35,6 +38,9 @@ def _run(args: argparse.Namespace) -> int:
             {
                 "model": args.model,
                 "encoding": counter.name,
+                "method": method.label,
+                "exact": method.exact,
+                "margin": method.margin,
                 "files": [{"path": p, "tokens": t, "characters": c} for p, t, c in rows],
                 "total": total,
             }
@@ -48,7 +54,9 @@ def _run(args: argparse.Namespace) -> int:
         grid.add_row("total", f"{total:,}", f"{sum(c for _, _, c in rows):,}")
     out = view.console()
     out.print(grid)
-    out.print(f"Counted with {counter.name} ({args.model}).")
+    note = count_note(method.exact, method.margin)
+    how = "" if note is None else f": {note}"
+    out.print(f"Counted with {counter.name} ({args.model}){how}.", soft_wrap=True)
     return 0
 
 

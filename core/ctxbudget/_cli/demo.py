@@ -85,7 +85,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     budget = load_budget(args.budget, total=args.total, default=default, needs=SENDS)
     try:
-        handbook = _demo.handbook(counter)
+        # Cached per tokenizer: every tokenizer get_tokenizer builds is hashable.
+        handbook = _demo.handbook(counter)  # type: ignore[arg-type]
     except ImportError as exc:
         raise CliError(f"ctxbudget demo needs {exc.name}: pip install 'ctxbudget[cli]'") from None
     groups = frozenset(args.groups or [DEFAULT_GROUP])

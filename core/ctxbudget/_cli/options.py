@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Collection
 from pathlib import Path
 
-from ctxbudget import Budget, BudgetError, Claimant, TiktokenTokenizer, get_tokenizer
+from ctxbudget import Budget, BudgetError, Claimant, Tokenizer, get_tokenizer
 from ctxbudget._cli.errors import CliError
 
 __all__ = [
@@ -39,7 +39,9 @@ def add_model(parser: argparse.ArgumentParser) -> None:
         "--model",
         default=DEFAULT_MODEL,
         metavar="M",
-        help=f"model or tiktoken encoding whose tokenizer counts (default: {DEFAULT_MODEL})",
+        help="model whose tokenizer counts, as a framework names it (gpt-4o, openai:gpt-4o, "
+        "claude-sonnet-4-5, gemini-2.5-flash, a Bedrock id ...), or a tiktoken encoding "
+        f"(default: {DEFAULT_MODEL})",
     )
 
 
@@ -70,8 +72,9 @@ def add_json(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def tokenizer(model: str) -> TiktokenTokenizer:
-    """The tokenizer for `model`; an unknown name raises `TokenizerError` saying how to pick one."""
+def tokenizer(model: str) -> Tokenizer:
+    """The tokenizer for `model` (`get_tokenizer`: one model-name rule for the library and the
+    command line); an unknown name raises `TokenizerError` saying how to pick one."""
     return get_tokenizer(model)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from ctxbudget import Assembled, Budget, Principal
 from ctxbudget._cli.errors import CliError
 
-__all__ = ["Outcome", "document", "emit", "print_json"]
+__all__ = ["Outcome", "count_note", "document", "emit", "print_json"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,15 @@ def document(outcome: Outcome) -> dict[str, Any]:
         ],
         "report": result.report.model_dump(mode="json"),
     }
+
+
+def count_note(exact: bool | None, margin: float | None) -> str | None:
+    """What a count that is not exact promises, in a few words; None for an exact one."""
+    if exact is not False:
+        return None
+    if margin is not None:
+        return f"an upper-bound estimate, {margin:.0%} above the worst ratio measured"
+    return "not the model's own tokenizer, so not exact"
 
 
 def print_json(data: object) -> None:

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ctxbudget import Budget, Report
-from ctxbudget._cli.outcome import Outcome
+from ctxbudget._cli.outcome import Outcome, count_note
 
 __all__ = ["REASONS", "console", "plain", "show", "table"]
 
@@ -165,4 +165,7 @@ def _summary(report: Report) -> list[str]:
         f"Cacheable prefix: {report.prefix_tokens:,} tokens, sha256 {report.prefix_hash[:16]}…"
     )
     lines.extend(f"Prefix warning: {warning}" for warning in report.prefix_warnings)
+    note = count_note(report.count_exact, report.count_margin)
+    if note is not None:
+        lines.append(f"Counted with {report.count_method}: {note}.")
     return lines

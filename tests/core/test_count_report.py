@@ -1,0 +1,64 @@
+"""How exact a report's counts are: `Report.count_exact`, `count_method`, `count_margin`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ctxbudget import Report
+
+_FIELDS: dict[str, Any] = {
+    "budget": 100,
+    "total": 60,
+    "unused": 40,
+    "sizes": {"retrieved": 60},
+    "granted": {"retrieved": 80},
+    "trimmed": (),
+    "dropped": (),
+    "retrieval_trimmed": False,
+    "squeezed_by": {},
+    "escalated": None,
+    "prefix_tokens": 0,
+    "prefix_hash": "0" * 64,
+    "prefix_warnings": (),
+    "final_check_drops": 0,
+}
+
+_COUNT = ("count_exact", "count_method", "count_margin")
+
+_ESTIMATE: dict[str, Any] = {
+    "count_exact": False,
+    "count_method": "estimate:claude-v3",
+    "count_margin": 0.1,
+}
+
+
+def test_report_counts_are_exact_unless_it_says_otherwise() -> None:
+    report = Report(**_FIELDS)
+
+    assert (report.count_exact, report.count_method, report.count_margin) == (True, None, None)
+
+
+def test_report_of_exact_count_dumps_as_before_counts_were_labelled() -> None:
+    report = Report(**_FIELDS)
+
+    assert not set(_COUNT) & set(report.model_dump())
+    assert not set(_COUNT) & set(json.loads(report.model_dump_json()))
+
+
+def test_report_of_estimate_dumps_its_method_and_margin() -> None:
+    dumped = json.loads(Report(**_FIELDS, **_ESTIMATE).model_dump_json())
+
+    assert {k: dumped[k] for k in _COUNT} == _ESTIMATE
+
+
+def test_report_of_estimate_validates_back_from_its_dump() -> None:
+    report = Report(**_FIELDS, **_ESTIMATE)
+
+    assert Report.model_validate_json(report.model_dump_json()) == report
+
+
+def test_report_of_exact_count_validates_back_from_its_dump() -> None:
+    report = Report(**_FIELDS)
+
+    assert Report.model_validate_json(report.model_dump_json()) == report
