@@ -75,7 +75,7 @@ def shown(call: int, messages: list[BaseMessage]) -> None:
         print(f"  {message.type}: {' '.join(calls) or message.text[:60]}")
 
 
-model = ScriptedModel(profile={"max_input_tokens": 8_000})
+model = ScriptedModel(profile={"max_input_tokens": 3_500})
 middleware = ContextBudgetMiddleware.for_model(model, reserve_output=1_000)
 agent = create_agent(
     model,

@@ -17,6 +17,7 @@ from langchain_core.runnables import ensure_config
 
 from ctxbudget import (
     Assembled,
+    Budget,
     ContextAssembler,
     HistoryOptions,
     InputError,
@@ -93,15 +94,16 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         history: HistoryOptions | None = None,
         summarize: SummarizeWith | None = None,
     ) -> ContextBudgetMiddleware:
-        """A middleware sized to `chat_model`: the budget from its
-        ``profile["max_input_tokens"]`` (`Budget.for_context_window`), the tokenizer from
-        its model name, as `ContextBudgetRunnable.for_model` does.
+        """A middleware sized to `chat_model`: `Budget.for_agent` of its window (its
+        ``profile["max_input_tokens"]``, else the window known for its model name), so the
+        history may take all the window the system prompt and tools leave; the tokenizer
+        from its model name, as `ContextBudgetRunnable.for_model` does.
 
         Args:
             reserve_output: tokens kept free for the answer (required: it depends on your
                 answers, see `Budget.for_context_window`).
             tokenizer: overrides the tokenizer named by the model (needed for models
-                tiktoken does not know, e.g. Claude).
+                ctxbudget cannot count, e.g. a private one).
             history: tool-result clearing and summaries (`HistoryOptions`).
             summarize: as in the constructor; may be `chat_model` itself.
         """
@@ -110,7 +112,10 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if tokenizer is None
             else tokenizer,
             budget=model_budget(
-                chat_model, reserve_output=reserve_output, where="ContextBudgetMiddleware"
+                chat_model,
+                reserve_output=reserve_output,
+                where="ContextBudgetMiddleware",
+                layout=Budget.for_agent,
             ),
             history=history,
             native_tools=True,

@@ -128,7 +128,7 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
             reserve_output: tokens kept free for the answer (required: it depends on your
                 answers, see `Budget.for_context_window`).
             tokenizer: overrides the tokenizer named by the model (needed for models
-                tiktoken does not know, e.g. Claude: pass a `HuggingFaceTokenizer` or a
+                ctxbudget cannot count: pass a `HuggingFaceTokenizer` or a
                 `CallableTokenizer`).
             cache_control: None marks the prefix for Anthropic models (LangSmith provider
                 ``"anthropic"``) only.

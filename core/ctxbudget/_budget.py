@@ -306,6 +306,29 @@ class Budget(BaseModel):
         )
 
     @classmethod
+    def for_agent(cls, window: int, *, reserve_output: int) -> Budget:
+        """A budget for an agent's model calls in a context window of `window` tokens: the
+        system prompt never trimmed, tools up to their default share of what is available
+        (22%, as in `for_context_window`), and history all the rest, uncapped.
+
+        An agent sends no retrieved sources, examples or memory of ours, so the default
+        layout would leave history its 27% share and the rest of the window unused: a
+        tool result larger than that share could not be sent while the window had room.
+
+        >>> Budget.for_agent(128_000, reserve_output=4_000).allocation("history")
+        Allocation('history', priority=3)
+        """
+        sized = _sized_allocations(max(window - reserve_output, 0))
+        allocations = (
+            Allocation("system", priority=0),
+            next(a for a in sized if a.name == "tools"),
+            Allocation("history", priority=3),
+        )
+        return cls.for_context_window(
+            window, reserve_output=reserve_output, allocations=allocations
+        )
+
+    @classmethod
     def parse(
         cls, data: object, *, syntax: Syntax = "json", needs: Collection[Claimant] = ()
     ) -> Budget:

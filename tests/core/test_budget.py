@@ -21,6 +21,8 @@ from ctxbudget import (
     BudgetError,
     Chunk,
     ContextAssembler,
+    ContextBudgetError,
+    Turn,
     get_tokenizer,
 )
 from ctxbudget._budget import Syntax
@@ -1203,3 +1205,34 @@ def test_budget_from_file_that_is_not_utf8_says_so(tmp_path: Path) -> None:
 def test_budget_from_missing_file_raises_os_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"budget\.toml"):
         Budget.from_file(tmp_path / "budget.toml")
+
+
+def test_budget_for_agent_leaves_history_what_system_and_tools_leave() -> None:
+    budget = Budget.for_agent(128_000, reserve_output=4_000)
+    assert budget.total == 128_000
+    assert budget.available == 124_000
+    assert [a.name for a in budget.allocations if a.name != "question"] == [
+        "system",
+        "tools",
+        "history",
+    ]
+    default = Budget.for_context_window(128_000, reserve_output=4_000)
+    assert budget.allocation("tools") == default.allocation("tools")
+    history = budget.allocation("history")
+    assert history is not None
+    assert history.max is None
+    assert budget.allocation("retrieved") is None
+
+
+def test_budget_for_agent_history_takes_a_result_the_default_layout_cannot() -> None:
+    assembler = ContextAssembler(
+        tokenizer="o200k_base", budget=Budget.for_agent(3_500, reserve_output=0)
+    )
+    result = Turn(role="tool", name="read_file", content="line of the file\n" * 300, group="c1")
+    call = Turn(role="assistant", content='read_file({"path": "a.txt"})', group="c1")
+    assembled = assembler.assemble(history=[Turn(role="user", content="Read a.txt"), call, result])
+    assert assembled.history[-1] == ("tool", result.content)
+    with pytest.raises(ContextBudgetError, match=r"latest 2 messages \(one unit\)"):
+        ContextAssembler(
+            tokenizer="o200k_base", budget=Budget.for_context_window(3_500, reserve_output=0)
+        ).assemble(history=[Turn(role="user", content="Read a.txt"), call, result])

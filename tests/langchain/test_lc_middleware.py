@@ -348,7 +348,7 @@ def test_middleware_gap_markers_count_the_messages_left_out() -> None:
 def test_for_model_sizes_the_middleware_from_the_profile() -> None:
     model = RecordingChatModel(profile={"max_input_tokens": 16_000})
     middleware = ContextBudgetMiddleware.for_model(model, reserve_output=1_000)
-    assert middleware.assembler.budget == Budget.for_context_window(16_000, reserve_output=1_000)
+    assert middleware.assembler.budget == Budget.for_agent(16_000, reserve_output=1_000)
     assert middleware.assembler.counter.tokenizer.name == "o200k_base"
     assert middleware.assembler.native_tools is True
     assert middleware.assembler.fence_rule is False
@@ -358,8 +358,30 @@ def test_for_model_middleware_and_runnable_read_a_model_alike() -> None:
     model = RecordingChatModel(model_name="gpt-4.1-mini", profile={"max_input_tokens": 32_000})
     middleware = ContextBudgetMiddleware.for_model(model, reserve_output=2_000)
     runnable = ContextBudgetRunnable.for_model(model, reserve_output=2_000)
-    assert middleware.assembler.budget == runnable.assembler.budget
+    # One window and tokenizer; the middleware lays it out for an agent (no sources).
+    assert middleware.assembler.budget == Budget.for_agent(32_000, reserve_output=2_000)
+    assert runnable.assembler.budget == Budget.for_context_window(32_000, reserve_output=2_000)
     assert middleware.assembler.counter.tokenizer is runnable.assembler.counter.tokenizer
+
+
+def test_for_model_middleware_without_a_profile_takes_the_window_its_name_has() -> None:
+    middleware = ContextBudgetMiddleware.for_model(RecordingChatModel(), reserve_output=1_000)
+    assert middleware.assembler.budget == Budget.for_agent(128_000, reserve_output=1_000)
+
+
+def test_for_model_middleware_sends_a_tool_result_larger_than_the_default_history_share() -> None:
+    # 1,100 tokens: over the 954 that Budget.for_context_window(3_500) gives history, while
+    # the window has room for it: the agent layout lets history take what tools leave.
+    model, lookup = round_trip_model(1_100)
+    model.profile = {"max_input_tokens": 3_500}
+    middleware = ContextBudgetMiddleware.for_model(model, reserve_output=0)
+    default = Budget.for_context_window(3_500, reserve_output=0).allocation("history")
+    assert default is not None
+    assert default.max is not None
+    assert default.max < 1_100
+    agent = create_agent(model, [lookup], system_prompt=SYSTEM, middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage("Where is order 17?")]})
+    assert model.received[1][-1].content == lookup.invoke({"order_id": "17"})
 
 
 def test_for_model_middleware_takes_history_options_and_a_summariser() -> None:
@@ -382,12 +404,14 @@ def test_for_model_middleware_in_an_agent_sends_a_long_tool_result() -> None:
 
 
 def test_for_model_middleware_without_a_window_is_an_error() -> None:
+    model = RecordingChatModel(model_name="ollama:llama3.1:8b")
     with pytest.raises(
         BudgetError,
-        match=r"RecordingChatModel has no profile\['max_input_tokens'\].* build "
-        "ContextBudgetMiddleware from a ContextAssembler",
+        match=r"RecordingChatModel has no profile\['max_input_tokens'\] and its model "
+        r"\('ollama:llama3.1:8b'\) has no window .* build ContextBudgetMiddleware from a "
+        "ContextAssembler",
     ):
-        ContextBudgetMiddleware.for_model(RecordingChatModel(), reserve_output=1_000)
+        ContextBudgetMiddleware.for_model(model, reserve_output=1_000, tokenizer="o200k_base")
 
 
 def test_for_model_middleware_without_a_model_name_needs_a_tokenizer() -> None:

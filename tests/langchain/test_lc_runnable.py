@@ -23,11 +23,13 @@ from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrou
 from langchain_core.tools import tool
 
 from ctxbudget import (
+    Budget,
     BudgetError,
     ContextAssembler,
     InputError,
     Principal,
     TokenizerError,
+    count_method_of,
     get_tokenizer,
 )
 from langchain_ctxbudget import ContextBudgetRunnable
@@ -422,10 +424,28 @@ def test_for_model_sizes_the_budget_from_the_profile() -> None:
 
 
 def test_for_model_without_a_window_is_an_error() -> None:
+    model = RecordingChatModel(model_name="meta-llama/Llama-3.1-8B-Instruct")
     with pytest.raises(
         BudgetError, match=r"RecordingChatModel has no profile\['max_input_tokens'\]"
     ):
-        ContextBudgetRunnable.for_model(RecordingChatModel(), reserve_output=1_000)
+        ContextBudgetRunnable.for_model(model, reserve_output=1_000, tokenizer="o200k_base")
+
+
+def test_for_model_without_a_profile_takes_the_window_its_name_has() -> None:
+    runnable = ContextBudgetRunnable.for_model(
+        RecordingChatModel(model_name="openai:gpt-4.1"), reserve_output=8_000
+    )
+    assert runnable.assembler.budget == Budget.for_model("gpt-4.1", reserve_output=8_000)
+    assert runnable.assembler.counter.tokenizer.name == "o200k_base"
+
+
+def test_for_model_reads_a_bedrock_model_id() -> None:
+    class Bedrock(RecordingChatModel):
+        model_id: str = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+    runnable = ContextBudgetRunnable.for_model(Bedrock(model_name=""), reserve_output=8_000)
+    assert runnable.assembler.budget.total == 200_000
+    assert count_method_of(runnable.assembler.counter.tokenizer).exact is False
 
 
 def test_for_model_without_a_model_name_needs_a_tokenizer() -> None:
