@@ -55,10 +55,17 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
-import ctxbudget
 from benchmarks.agent_workload import SEED, SYSTEM, Conversation, conversation
 from benchmarks.workloads import ENCODING
-from ctxbudget import Allocation, Budget, ContextAssembler, CtxBudgetError, Turn, get_tokenizer
+from ctxbudget import (
+    Allocation,
+    Budget,
+    ContextAssembler,
+    CtxBudgetError,
+    HistoryOptions,
+    Turn,
+    get_tokenizer,
+)
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
 
 BUDGET = 3_500
@@ -280,7 +287,7 @@ def _summarization(messages_budget: int) -> Built:
     return [middleware], lambda: summariser.calls
 
 
-def _assembler(history: Any = None) -> ContextAssembler:
+def _assembler(history: HistoryOptions | None = None) -> ContextAssembler:
     """3,500 tokens, none reserved (the peers are held to the request alone); the system
     prompt and the latest turn are priority 0 with no cap, tools before history.
 
@@ -291,31 +298,31 @@ def _assembler(history: Any = None) -> ContextAssembler:
         total=BUDGET,
         allocations=(Allocation("tools", priority=1), Allocation("history", priority=2)),
     )
-    options = {} if history is None else {"history": history}
     return ContextAssembler(
-        tokenizer=ENCODING, budget=budget, native_tools=True, fence_rule=False, **options
+        tokenizer=ENCODING, budget=budget, native_tools=True, fence_rule=False, history=history
     )
-
-
-def _history(**options: Any) -> Any:
-    """``ctxbudget.HistoryOptions(**options)``, or None while the core has none: the options
-    are being added as this benchmark is written, and the rows that need them wait."""
-    if not hasattr(ctxbudget, "HistoryOptions"):
-        return None
-    return ctxbudget.HistoryOptions(**options)
 
 
 def _ctxbudget(messages_budget: int) -> Built:
     # Whole turns only: the baseline of the clearing and summary rows (HistoryOptions
     # clears by default).
-    assembler = _assembler(_history(clear_tool_results=False))
+    assembler = _assembler(HistoryOptions(clear_tool_results=False))
     return [ContextBudgetMiddleware(assembler)], None
 
 
 def _ctxbudget_scaled(messages_budget: int) -> Built:
-    # The budget a user starts from: the default layout scaled to the window, whose
-    # question allocation (127 tokens here) gets the latest turn (issue 18, item 1).
+    # The default layout scaled to the window: history capped at its 27% share (954).
     budget = Budget.for_context_window(BUDGET, reserve_output=0)
+    assembler = ContextAssembler(
+        tokenizer=ENCODING, budget=budget, native_tools=True, fence_rule=False
+    )
+    return [ContextBudgetMiddleware(assembler)], None
+
+
+def _ctxbudget_for_agent(messages_budget: int) -> Built:
+    # What ContextBudgetMiddleware.for_model builds for a 3,500-token window: the agent
+    # layout, history uncapped beside the tools' share; clearing on, as by default.
+    budget = Budget.for_agent(BUDGET, reserve_output=0)
     assembler = ContextAssembler(
         tokenizer=ENCODING, budget=budget, native_tools=True, fence_rule=False
     )
@@ -324,14 +331,14 @@ def _ctxbudget_scaled(messages_budget: int) -> Built:
 
 def _ctxbudget_clearing(messages_budget: int) -> Built:
     # The three most recent results kept whole, as ContextEditingMiddleware's keep=3.
-    assembler = _assembler(_history(clear_tool_results=True, keep_tool_results=3))
+    assembler = _assembler(HistoryOptions(clear_tool_results=True, keep_tool_results=3))
     return [ContextBudgetMiddleware(assembler)], None
 
 
 def _ctxbudget_summaries(messages_budget: int) -> Built:
     # Summaries alone, so that the row differs from the baseline in one thing.
     summariser = Summariser()
-    assembler = _assembler(_history(clear_tool_results=False, summarize=summariser))
+    assembler = _assembler(HistoryOptions(clear_tool_results=False, summarize=summariser))
     return [ContextBudgetMiddleware(assembler)], lambda: summariser.calls
 
 
@@ -341,14 +348,6 @@ class Setup:
 
     name: str
     build: Callable[[int], Built]
-    needs: str | None = None
-    """A name `ctxbudget` must export for this setup to run."""
-
-    def missing(self) -> str | None:
-        """Why the setup cannot run here, or None."""
-        if self.needs is None or hasattr(ctxbudget, self.needs):
-            return None
-        return f"not available yet (ctxbudget has no {self.needs})"
 
 
 SETUPS = (
@@ -356,9 +355,10 @@ SETUPS = (
     Setup("ContextEditingMiddleware (ClearToolUsesEdit)", _context_editing),
     Setup("SummarizationMiddleware (fake summariser)", _summarization),
     Setup("ContextBudgetMiddleware, Budget.for_context_window(3,500)", _ctxbudget_scaled),
+    Setup("ContextBudgetMiddleware.for_model, Budget.for_agent(3,500)", _ctxbudget_for_agent),
     Setup("ContextBudgetMiddleware (whole turns)", _ctxbudget),
-    Setup("ContextBudget with clearing", _ctxbudget_clearing, needs="HistoryOptions"),
-    Setup("ContextBudget with summaries", _ctxbudget_summaries, needs="HistoryOptions"),
+    Setup("ContextBudget with clearing", _ctxbudget_clearing),
+    Setup("ContextBudget with summaries", _ctxbudget_summaries),
 )
 
 
@@ -524,15 +524,6 @@ def main() -> None:
     lines: list[str] = []
     details: list[str] = []
     for setup in SETUPS:
-        why = setup.missing()
-        if why is None:
-            try:
-                setup.build(BUDGET - fixed)
-            except (TypeError, ValueError) as error:  # options of another shape than assumed
-                why = f"could not be built: {error}"
-        if why is not None:
-            lines.append(f"| {setup.name} | | | | | | | | {why} |")
-            continue
         row = Row.of(setup, replay(setup, session), session)
         lines.append(row.line(session.calls))
         details.append(row.detail())
