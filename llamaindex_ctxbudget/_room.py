@@ -152,17 +152,22 @@ def default_packing_room(
     query: str,
     count: Callable[[str], int],
     history: Sequence[ChatMessage] | None = None,
+    templates: Sequence[BasePromptTemplate] | None = None,
 ) -> int:
     """The most source tokens LlamaIndex's own `PromptHelper` packs into one call without
-    cutting, with its default templates and this `query`, in every response mode; with
-    `history`, also in the chat engines' templates holding that chat history.
+    cutting, with its default templates (or the synthesizer's own `templates`) and this
+    `query`, in every response mode; with `history`, also in the chat engines' templates
+    holding that chat history.
 
     Compact and refine keep `DEFAULT_RESPONSE_PADDING_SIZE` (500) free; a refine step
     quotes the answer so far, up to `num_output` tokens, beside one source.
     """
-    templates = [*_DEFAULT_TEMPLATES, *([] if history is None else _chat_templates(llm, history))]
+    shown = [
+        *(_DEFAULT_TEMPLATES if templates is None else templates),
+        *([] if history is None else _chat_templates(llm, history)),
+    ]
     template = max(
-        template_tokens(t.partial_format(query_str=query), llm, (), count) for t in templates
+        template_tokens(t.partial_format(query_str=query), llm, (), count) for t in shown
     )
     reserve = max(DEFAULT_RESPONSE_PADDING_SIZE, num_output + _PADDING)
     return llm.metadata.context_window - num_output - reserve - template

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -20,9 +21,11 @@ from llama_index.core.chat_engine.condense_plus_context import (
     DEFAULT_CONTEXT_REFINE_PROMPT_TEMPLATE,
 )
 from llama_index.core.chat_engine.context import DEFAULT_CONTEXT_TEMPLATE, DEFAULT_REFINE_TEMPLATE
+from llama_index.core.indices.prompt_helper import PromptHelper
 from llama_index.core.llms import LLM
 from llama_index.core.memory import BaseMemory
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
 from llama_index.core.storage.docstore.types import BaseDocumentStore
@@ -213,38 +216,44 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         memory = self._memory
-        self._refuse_unsized_chat(inspect.currentframe())
+        engine = self._engine(inspect.currentframe())
+        self._refuse_unsized_chat(engine)
         history = None if memory is None else memory.get()
-        return self._select(nodes, _asked(query_bundle, memory), history)
+        return self._select(nodes, _asked(query_bundle, memory), history, _packing_of(engine))
 
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         memory = self._memory
-        self._refuse_unsized_chat(inspect.currentframe())
+        engine = self._engine(inspect.currentframe())
+        self._refuse_unsized_chat(engine)
         history = None if memory is None else await memory.aget()
         # In a worker thread, as LlamaIndex runs every postprocessor's sync code from async
         # callers (a thread started this way sees the as_principal block).
-        return await asyncio.to_thread(self._select, nodes, _asked(query_bundle, memory), history)
+        return await asyncio.to_thread(
+            self._select, nodes, _asked(query_bundle, memory), history, _packing_of(engine)
+        )
 
-    def _refuse_unsized_chat(self, frame: FrameType | None) -> None:
+    def _engine(self, frame: FrameType | None) -> object | None:
+        """The engine among the callers that holds this postprocessor (a query or chat
+        engine's ``_node_postprocessors``), or None when it is called otherwise."""
+        while frame is not None:
+            engine = frame.f_locals.get("self")
+            if any(p is self for p in getattr(engine, "_node_postprocessors", None) or ()):
+                return engine
+            frame = frame.f_back
+        return None
+
+    def _refuse_unsized_chat(self, engine: object | None) -> None:
         """An `InputError` when a chat engine that sends its history beside the sources calls
         this postprocessor, LlamaIndex's own PromptHelper packs, and the sources cannot leave
         that helper the room it needs: the postprocessor was not given the engine's memory
         (it cannot see the history), or the engine has a system prompt or templates of its
         own (the room is that of LlamaIndex's defaults). That helper would then cut a source
-        out of its fence. The engine is found among the callers (it holds this
-        postprocessor); `ContextBudgetPromptHelper` never cuts, so it needs neither."""
+        out of its fence. `ContextBudgetPromptHelper` never cuts, so it needs neither."""
         if isinstance(Settings._prompt_helper, ContextBudgetPromptHelper):
             return
-        while frame is not None:
-            engine = frame.f_locals.get("self")
-            if isinstance(engine, _HISTORY_ENGINES) and any(
-                p is self for p in getattr(engine, "_node_postprocessors", ())
-            ):
-                break
-            frame = frame.f_back
-        else:
+        if not isinstance(engine, _HISTORY_ENGINES):
             return
         name = type(engine).__name__
         if self._memory is None:
@@ -269,9 +278,11 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         nodes: list[NodeWithScore],
         asked: tuple[str, ...],
         history: list[ChatMessage] | None,
+        packing: _Packing | None,
     ) -> list[NodeWithScore]:
         principal = principal_for_call(self.principal, _PRINCIPAL.get(), where="as_principal")
-        assembler, max_tokens = self._assembler(asked, history, found=bool(nodes))
+        templates = None if packing is None else packing.templates
+        assembler, max_tokens = self._assembler(asked, history, templates, found=bool(nodes))
         name = assembler.counter.tokenizer.name
         chunks = [
             to_chunk(
@@ -292,10 +303,17 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
                 trimmed=selection.trimmed,
             )
         )
+        if packing is not None:
+            _refuse_cut(selection, asked, history, packing)
         return cited_nodes(selection, nodes)
 
     def _assembler(
-        self, asked: tuple[str, ...], history: list[ChatMessage] | None, *, found: bool
+        self,
+        asked: tuple[str, ...],
+        history: list[ChatMessage] | None,
+        templates: tuple[BasePromptTemplate, ...] | None,
+        *,
+        found: bool,
     ) -> tuple[ContextAssembler, int | None]:
         """The assembler for this query and the sources' limit: the fixed assembler and
         `max_tokens`, else an assembler sized to the LLM's window and (unless `max_tokens`
@@ -321,7 +339,9 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
             sized.budget.available if retrieved is None or retrieved.max is None else retrieved.max
         )
         count = sized.counter.count
-        room = min(default_packing_room(llm, num_output, q, count, history) for q in asked)
+        room = min(
+            default_packing_room(llm, num_output, q, count, history, templates) for q in asked
+        )
         floor = 0 if retrieved is None else retrieved.min
         if found and room <= 0 and floor > 0:
             what = "the query" if history is None else "the query, the chat history"
@@ -336,6 +356,64 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
                 f"shorten the query{fix}, or use an LLM with a larger window",
             )
         return sized, max(min(cap, room), 0)
+
+
+@dataclass(frozen=True)
+class _Packing:
+    """How the query engine calling a postprocessor packs its sources: LlamaIndex's own
+    `PromptHelper`, with the synthesizer's templates and LLM, counting with its tokenizer."""
+
+    templates: tuple[BasePromptTemplate, ...]
+    count: Callable[[str], int]
+    llm: LLM
+
+
+def _packing_of(engine: object | None) -> _Packing | None:
+    """The packing of `engine`'s synthesizer when it is LlamaIndex's own `PromptHelper`;
+    None for `ContextBudgetPromptHelper` (it never cuts) or an engine without one."""
+    synthesizer = getattr(engine, "_response_synthesizer", None)
+    helper = getattr(synthesizer, "_prompt_helper", None)
+    llm = getattr(synthesizer, "_llm", None)
+    if isinstance(helper, ContextBudgetPromptHelper) or not isinstance(helper, PromptHelper):
+        return None
+    if not isinstance(llm, LLM):
+        return None
+    templates = tuple(
+        value
+        for key, value in vars(synthesizer).items()
+        if key.endswith("_template") and isinstance(value, BasePromptTemplate)
+    )
+    return _Packing(templates, helper._token_counter.get_string_tokens, llm)
+
+
+def _refuse_cut(
+    selection: Selection,
+    asked: tuple[str, ...],
+    history: list[ChatMessage] | None,
+    packing: _Packing,
+) -> None:
+    """An `InputError` when LlamaIndex's own `PromptHelper`, counting with its own tokenizer
+    and the synthesizer's templates, would not fit the selected sources in one call and so
+    would cut one out of its fence: a `max_tokens=` or budget above its room, or a
+    ``Settings.tokenizer`` that counts more than the postprocessor's tokenizer."""
+    if not selection.sources:
+        return
+    num_output = num_output_of(packing.llm.metadata)
+    room = min(
+        default_packing_room(packing.llm, num_output, q, packing.count, history, packing.templates)
+        for q in asked
+    )
+    need = packing.count("\n\n".join(selection.framed_sources()))
+    if need > room:
+        raise InputError(
+            f"LlamaIndex's own PromptHelper packs this query engine's sources, and by its "
+            f"count the {len(selection.sources)} selected need {need:,} tokens where it "
+            f"leaves {max(room, 0):,} beside its templates: it would cut a source out of its "
+            "fence. Pass prompt_helper=ContextBudgetPromptHelper.from_llm(llm, tokenizer=...) "
+            "to get_response_synthesizer (or set it as Settings.prompt_helper), or lower the "
+            "postprocessor's max_tokens/budget, or set Settings.tokenizer to the "
+            "postprocessor's tokenizer"
+        )
 
 
 def _own_prompts(engine: ContextChatEngine | CondensePlusContextChatEngine) -> bool:

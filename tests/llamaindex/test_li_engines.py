@@ -23,6 +23,7 @@ from llama_index.core.indices.prompt_helper import PromptHelper
 from llama_index.core.memory import BaseMemory, ChatMemoryBuffer
 from llama_index.core.postprocessor import LongContextReorder
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts import PromptTemplate
 from llama_index.core.response_synthesizers import ResponseMode
 from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -192,16 +193,63 @@ def test_prompt_helper_via_settings(o200k: TiktokenTokenizer) -> None:
     assert_what_was_sent_is_what_was_cited(llm, response, o200k)
 
 
-def test_default_budget_leaves_llamaindex_helper_room_to_never_cut(
-    o200k: TiktokenTokenizer,
-) -> None:
+def test_max_tokens_above_llamaindex_helper_room_is_refused_before_any_call() -> None:
     # The control for the matrix's LlamaIndex-helper rows: the retrieved allocation alone
     # (max_tokens=490, what a 1,000-token window allots) is more than LlamaIndex's compact
-    # packing holds, and its splitter cuts a source.
+    # packing holds, and its splitter would cut a source: refused, nothing sent.
     llm = recording_llm(5, window=1_000, reserve=RESERVE)
-    response = engine(llm, "compact", ours=False, max_tokens=490).query("When do they open?")
-    with pytest.raises(AssertionError, match=r"outside every fence|never closed|was cut"):
-        assert_what_was_sent_is_what_was_cited(llm, response, o200k)
+    query_engine = engine(llm, "compact", ours=False, max_tokens=490)
+    with pytest.raises(InputError, match=r"by its count the \d+ selected need [\d,]+ tokens"):
+        query_engine.query("When do they open?")
+    assert not llm.prompts
+
+
+def test_llamaindex_helper_counting_more_than_the_postprocessor_is_refused(
+    o200k: TiktokenTokenizer,
+) -> None:
+    # Settings.tokenizer counting twice what the postprocessor counts: the default budget is
+    # sized in the postprocessor's tokens, LlamaIndex's helper would cut in its own.
+    llm = recording_llm(5, window=2_000, reserve=RESERVE)
+    index = build_index()
+    double = PromptHelper.from_llm_metadata(
+        llm.metadata, tokenizer=lambda text: o200k.encoding.encode(text) * 2
+    )
+    query_engine = index.as_query_engine(
+        llm=llm,
+        similarity_top_k=FACTS,
+        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
+        response_synthesizer=get_response_synthesizer(
+            llm=llm, response_mode=ResponseMode.COMPACT, prompt_helper=double
+        ),
+    )
+    with pytest.raises(InputError, match=r"set Settings.tokenizer to the postprocessor's"):
+        query_engine.query("When do they open?")
+    assert not llm.prompts
+
+
+def test_long_own_template_under_llamaindex_helper_leaves_every_source_fenced(
+    o200k: TiktokenTokenizer,
+) -> None:
+    # The room is that of the synthesizer's own templates, not LlamaIndex's defaults.
+    llm = recording_llm(5, window=2_000, reserve=RESERVE)
+    template = PromptTemplate(
+        "You answer from the facts below. " * 120 + "\n{context_str}\nQuestion: {query_str}\n"
+    )
+    helper = PromptHelper.from_llm_metadata(llm.metadata, tokenizer=o200k.encoding.encode)
+    query_engine = build_index().as_query_engine(
+        llm=llm,
+        similarity_top_k=FACTS,
+        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
+        response_synthesizer=get_response_synthesizer(
+            llm=llm,
+            response_mode=ResponseMode.COMPACT,
+            prompt_helper=helper,
+            text_qa_template=template,
+        ),
+    )
+    response = query_engine.query("When do they open?")
+    assert response.source_nodes
+    assert_what_was_sent_is_what_was_cited(llm, response, o200k)
 
 
 # --- numbers travel with the node -----------------------------------------------------------
