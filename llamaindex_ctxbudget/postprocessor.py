@@ -26,7 +26,13 @@ from llama_index.core.llms import LLM
 from llama_index.core.memory import BaseMemory
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate
-from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    TextNode,
+)
 from llama_index.core.settings import Settings
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
@@ -42,7 +48,9 @@ from ctxbudget import (
     Source,
     SourceOptions,
     Tokenizer,
+    fence_untrusted,
     principal_for_call,
+    read_fenced,
 )
 from llamaindex_ctxbudget._config import budget_for, build_assembler, num_output_of
 from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
@@ -52,7 +60,7 @@ from llamaindex_ctxbudget.loader import DocstoreLoader
 from llamaindex_ctxbudget.memory import ContextBudgetMemory
 from llamaindex_ctxbudget.prompt_helper import ContextBudgetPromptHelper
 
-__all__ = ["CitedNode", "ContextBudgetPostprocessor", "as_principal"]
+__all__ = ["CitedNode", "ContextBudgetPostprocessor", "FencedNode", "as_principal"]
 
 _HISTORY_ENGINES = (ContextChatEngine, CondensePlusContextChatEngine)
 """Chat engines whose answer prompt holds the chat history beside the sources."""
@@ -86,6 +94,23 @@ def as_principal(principal: Principal | None) -> Iterator[None]:
         yield
     finally:
         _PRINCIPAL.reset(token)
+
+
+class FencedNode(TextNode):
+    """A selected source's node: its text is the source in a fence of its own. Read in any
+    other shape (a later postprocessor rewrote the text, or gave it metadata the LLM sees),
+    its content is sent as untrusted data in a fence of its own, without a number: never
+    bare, whichever prompt helper packs it."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CtxBudgetFencedNode"
+
+    def get_content(self, metadata_mode: MetadataMode = MetadataMode.NONE) -> str:
+        content = super().get_content(metadata_mode)
+        if read_fenced(content) is not None:
+            return content
+        return fence_untrusted([content])
 
 
 class CitedNode(NodeWithScore):
@@ -490,7 +515,7 @@ def _cited(source: Source, text: str, given: dict[str, NodeWithScore]) -> CitedN
         start = getattr(original.node, "start_char_idx", None)
         end = getattr(original.node, "end_char_idx", None)
     metadata["citation"] = source.n
-    node = TextNode(
+    node = FencedNode(
         id_=source.chunk.id,
         text=text,
         metadata=metadata,
