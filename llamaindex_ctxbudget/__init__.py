@@ -31,7 +31,12 @@ from llamaindex_ctxbudget.events import (
 from llamaindex_ctxbudget.ingestion import TokenCounter
 from llamaindex_ctxbudget.loader import DocstoreLoader
 from llamaindex_ctxbudget.memory import DEFAULT_SUMMARY_PROMPT, ContextBudgetMemory
-from llamaindex_ctxbudget.postprocessor import CitedNode, ContextBudgetPostprocessor, as_principal
+from llamaindex_ctxbudget.postprocessor import (
+    CitedNode,
+    ContextBudgetPostprocessor,
+    FencedNode,
+    as_principal,
+)
 from llamaindex_ctxbudget.prompt_helper import ContextBudgetPromptHelper
 
 __version__ = _metadata.version("ctxbudget")
@@ -44,6 +49,7 @@ __all__ = [
     "ContextBudgetPromptHelper",
     "ContextPackedEvent",
     "DocstoreLoader",
+    "FencedNode",
     "HistoryTrimmedEvent",
     "MetadataMapping",
     "SourcesSelectedEvent",
