@@ -102,6 +102,10 @@ class FencedNode(TextNode):
     its content is sent as untrusted data in a fence of its own, without a number: never
     bare, whichever prompt helper packs it."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """As `TextNode`'s, whose own ``__init__`` is what takes ``metadata=`` by name."""
+        super().__init__(*args, **kwargs)
+
     @classmethod
     def class_name(cls) -> str:
         return "CtxBudgetFencedNode"

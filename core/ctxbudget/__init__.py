@@ -62,6 +62,7 @@ from ctxbudget._tokens import (
     Tokenizer,
     count_method_of,
     get_tokenizer,
+    tokenizer_from_file,
 )
 from ctxbudget._turns import ToolCall, TrimmedHistory, message_text, trim_turns
 
@@ -146,5 +147,6 @@ __all__ = [
     "resolve_model",
     "scan_for_instructions",
     "select_sources",
+    "tokenizer_from_file",
     "trim_turns",
 ]

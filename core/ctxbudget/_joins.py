@@ -1,7 +1,9 @@
 """The exact token count of a joined text from its parts' counts and a few characters per join.
 
 tiktoken splits text into pieces with its pattern and encodes each piece on its own, so a
-count is a sum over pieces. For the o200k_base and cl100k_base patterns, some pairs of
+count is a sum over pieces. For the o200k_base and cl100k_base patterns, and the patterns
+of Llama 3 (cl100k's without possessive loops), Llama 4 (o200k's) and Qwen (cl100k's with
+single digits; Qwen 3.5 also counts marks as letters), some pairs of
 adjacent characters can never fall in one piece, whatever surrounds them: the position
 between them is *hard*, and cutting a text there splits its count exactly,
 ``count(x + y) == count(x) + count(y)``. Hardness depends on the two characters alone, so
@@ -10,7 +12,7 @@ counts of the text before the first (its head) and after the last (its tail); th
 a joined text is then the parts' counts less their heads and tails, plus one small encode
 per join of the text between the two hard positions around it (README "Speed").
 
-The hard pairs, derived from every alternative of both patterns (a ``?`` prefix, letter
+The hard pairs, derived from every alternative of these patterns (a ``?`` prefix, letter
 and mark runs, contractions, 1-3 digits, punctuation runs with trailing line breaks,
 whitespace runs with their look-ahead and ``$``):
 
@@ -22,21 +24,38 @@ whitespace runs with their look-ahead and ``$``):
 
 A character Python's tables do not assign (or a lone surrogate, or U+001C-U+001F, which
 Python calls whitespace and tiktoken does not) is never part of a hard pair: an
-uncertain class can only make a window larger, never a count wrong. Every other
-tokenizer keeps a full encode of the joined text.
+uncertain class can only make a window larger, never a count wrong.
+
+Qwen's tokenizer normalizes text to NFC first, which can merge characters across a cut (an
+``e`` and a combining accent after it). There a position is hard only when, besides, the
+character after it is a *stable* one: a starter that composes with nothing before it, so
+normalizing the two sides apart gives the same text. Every other tokenizer keeps a full
+encode of the joined text.
 """
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Callable, Sequence
-from typing import Final, NamedTuple
+from typing import Final, Literal, NamedTuple
 
 import tiktoken
 
 from ctxbudget._offline import PATTERNS
+from ctxbudget._vocab import PATTERNS as VOCABULARY_PATTERNS
 
-__all__ = ["SCAN", "Counted", "Ends", "JoinCounter", "Piece", "ends", "hard", "join_counter"]
+__all__ = [
+    "SCAN",
+    "Counted",
+    "Ends",
+    "JoinCounter",
+    "Piece",
+    "ends",
+    "hard",
+    "join_counter",
+    "stable",
+]
 
 # Character classes, as the two patterns see them.
 _WS, _NL, _N, _L, _M, _APOSTROPHE, _Q, _UNK = range(8)
@@ -47,8 +66,11 @@ _WHITE_SPACE: Final = frozenset(
 )
 """Unicode White_Space (what ``\\s`` matches in tiktoken's regex engine) less ``\\r\\n``."""
 
-_JOINABLE: Final = frozenset(PATTERNS[name] for name in ("o200k_base", "cl100k_base"))
-"""The split patterns the hard-pair rules were derived from."""
+_JOINABLE: Final = frozenset(
+    [PATTERNS["o200k_base"], PATTERNS["cl100k_base"], *VOCABULARY_PATTERNS.values()]
+)
+"""The split patterns the hard-pair rules were derived from (tests/core/test_joins*.py prove
+them on each)."""
 
 SCAN: Final = 64
 """How far into each end of a part hard positions are looked for; beyond, the part is
@@ -108,6 +130,43 @@ def hard(x: str, y: str) -> bool:
     return _HARD[_class_of(x) * 8 + _class_of(y)]
 
 
+@functools.cache
+def _composes_backward() -> frozenset[str]:
+    """Starters NFC may compose with the character before them: the second character of
+    every primary composite, and Hangul's medial vowels and final consonants."""
+    found = {chr(code) for code in range(0x1161, 0x1176)} | {
+        chr(code) for code in range(0x11A8, 0x11C3)
+    }
+    for code in range(0x110000):
+        char = chr(code)
+        decomposition = unicodedata.decomposition(char).split()
+        if (
+            len(decomposition) == 2
+            and not decomposition[0].startswith("<")
+            and unicodedata.normalize("NFC", char) == char
+        ):
+            found.add(chr(int(decomposition[1], 16)))
+    return frozenset(char for char in found if unicodedata.combining(char) == 0)
+
+
+_STABLE: dict[str, bool] = {}
+
+
+def stable(char: str) -> bool:
+    """Whether NFC leaves the text before `char` and from it apart: `char` is a starter
+    that NFC keeps as it is and that composes with nothing before it."""
+    found = _STABLE.get(char)
+    if found is None:
+        if len(_STABLE) >= 65_536:
+            _STABLE.clear()
+        found = _STABLE[char] = (
+            unicodedata.combining(char) == 0
+            and unicodedata.is_normalized("NFC", char)
+            and char not in _composes_backward()
+        )
+    return found
+
+
 class Ends(NamedTuple):
     """Where a text can be cut without changing its count, and what its two ends cost.
 
@@ -131,10 +190,11 @@ class Ends(NamedTuple):
 _SOFT: Final = Ends(-1, -1, 0, 0)
 
 
-def ends(text: str, count: Callable[[str], int]) -> Ends:
+def ends(text: str, count: Callable[[str], int], cut: Callable[[str], bool] | None = None) -> Ends:
     """The first and last hard positions of `text` near its ends, and its head and tail counts.
 
-    `count` is only ever given texts of at most `SCAN` + 1 characters.
+    `count` is only ever given texts of at most `SCAN` + 1 characters. With `cut`, a hard
+    position is used only where `cut` accepts the character after it (`stable`, for NFC).
     """
     size = len(text)
     if size < 2:
@@ -144,7 +204,7 @@ def ends(text: str, count: Callable[[str], int]) -> Ends:
     before = _class_of(text[0])
     for index in range(1, stop):
         now = _class_of(text[index])
-        if _HARD[before * 8 + now]:
+        if _HARD[before * 8 + now] and (cut is None or cut(text[index])):
             first = index
             break
         before = now
@@ -152,7 +212,7 @@ def ends(text: str, count: Callable[[str], int]) -> Ends:
     after = _class_of(text[-1])
     for index in range(size - 1, start, -1):
         now = _class_of(text[index - 1])
-        if _HARD[now * 8 + after]:
+        if _HARD[now * 8 + after] and (cut is None or cut(text[index])):
             last = index
             break
         after = now
@@ -177,12 +237,25 @@ Piece = str | Counted
 
 
 class JoinCounter:
-    """Counts joined texts for one encoding whose split pattern has derived hard pairs."""
+    """Counts joined texts for one encoding whose split pattern has derived hard pairs,
+    of text normalized to NFC first when `normalization` says so (Qwen)."""
 
-    def __init__(self, encoding: tiktoken.Encoding) -> None:
-        self._encode = encoding.encode_ordinary
+    def __init__(
+        self, encoding: tiktoken.Encoding, normalization: Literal["NFC"] | None = None
+    ) -> None:
+        ordinary = encoding.encode_ordinary
+        self._encode: Callable[[str], list[int]] = (
+            ordinary
+            if normalization is None
+            else lambda text: ordinary(unicodedata.normalize(normalization, text))
+        )
+        self._cut = None if normalization is None else stable
         self._small: dict[str, int] = {}
         self._ends: dict[str, Ends] = {}
+
+    def measure(self, text: str) -> Ends:
+        """`ends(text)` under this counter's rules, not cached (a long text's digest is)."""
+        return ends(text, self.small, self._cut)
 
     def ends(self, text: str) -> Ends:
         """`ends(text)` of a short text (a header, a frame, a separator), cached."""
@@ -190,7 +263,7 @@ class JoinCounter:
         if found is None:
             if len(self._ends) >= 65_536:
                 self._ends.clear()
-            found = self._ends[text] = ends(text, self.small)
+            found = self._ends[text] = self.measure(text)
         return found
 
     def small(self, text: str) -> int:
@@ -234,6 +307,8 @@ class JoinCounter:
         return total + (self.small("".join(window)) if window else 0)
 
 
-def join_counter(encoding: tiktoken.Encoding) -> JoinCounter | None:
+def join_counter(
+    encoding: tiktoken.Encoding, normalization: Literal["NFC"] | None = None
+) -> JoinCounter | None:
     """A `JoinCounter` for `encoding` when its split pattern is one the rules hold for."""
-    return JoinCounter(encoding) if encoding._pat_str in _JOINABLE else None
+    return JoinCounter(encoding, normalization) if encoding._pat_str in _JOINABLE else None

@@ -181,9 +181,14 @@ class _OpenFamily:
     family: str
     pattern: re.Pattern[str]
     trained_window: str
-    remedy: str
     examples: tuple[str, ...]
     """Names the nearest-name hint of an unknown model may offer."""
+    tokenizers: tuple[tuple[re.Pattern[str], str], ...] = ()
+    """The family's models ctxbudget counts exactly (how their names start, and the
+    vocabulary's name in `_vocab.VOCABULARIES`), first match wins."""
+    remedy: str = ""
+    """Why a name of the family that no entry of `tokenizers` matches cannot be counted
+    (empty when every name matches one)."""
 
 
 _OPEN: Final[tuple[_OpenFamily, ...]] = (
@@ -191,15 +196,15 @@ _OPEN: Final[tuple[_OpenFamily, ...]] = (
         "llama-4",
         re.compile(r"(meta-)?llama-?(v)?4"),
         "up to 10M tokens (Scout) and 1M (Maverick), llama-models README",
-        "ctxbudget has no offline Llama 4 tokenizer yet",
         ("llama4", "llama-4-scout-17b-16e-instruct"),
+        ((re.compile(""), "llama4"),),
     ),
     _OpenFamily(
         "llama-3",
         re.compile(r"(meta-)?llama-?(v)?3"),
         "up to 128K tokens for Llama 3.1-3.3, llama-models README",
-        "ctxbudget has no offline Llama 3 tokenizer yet",
         ("llama3.1", "llama3.2", "llama-3.3-70b-instruct"),
+        ((re.compile(""), "llama3"),),
     ),
     _OpenFamily(
         "mistral",
@@ -207,43 +212,53 @@ _OPEN: Final[tuple[_OpenFamily, ...]] = (
             r"(open-)?(mistral|mixtral|ministral|codestral|pixtral|magistral|devstral|voxtral)"
         ),
         "128K tokens for Mistral Large 2, Nemo and Small 3.1, Mistral's model cards",
-        "ctxbudget counts offline only the Mistral models whose tekken file mistral-common "
-        "ships (Nemo 2407, Ministral 8B 2410, Small 2409, Pixtral 12B 2409); not yet "
-        "SentencePiece ones (Large 2402-2411, Mixtral, Codestral 2405), and newer models "
-        "need their own tekken.json",
         ("mistral-large", "mistral-small", "mixtral", "codestral"),
+        remedy="ctxbudget counts offline only the Mistral models whose tekken file "
+        "mistral-common ships (Nemo 2407, Ministral 8B 2410, Small 2409, Pixtral 12B 2409); "
+        "not yet SentencePiece ones (Large 2402-2411, Mixtral, Codestral 2405), and newer "
+        "models need their own tekken.json",
     ),
     _OpenFamily(
         "qwen-3.5",
         re.compile(r"qwen-?3\.[56]"),
         "see the model card",
-        "ctxbudget has no offline Qwen 3.5/3.6 tokenizer yet",
-        ("qwen3.5",),
+        ("qwen3.5", "qwen3.6"),
+        ((re.compile(""), "qwen3.5"),),
     ),
     _OpenFamily(
         "qwen",
         re.compile(r"qwen|qwq"),
         "131,072 tokens for Qwen2.5 (YaRN beyond 32,768), 32,768 native for dense Qwen3",
-        "ctxbudget has no offline Qwen tokenizer yet",
         ("qwen2.5", "qwen3"),
+        ((re.compile(r"qwen-?3|qwq"), "qwen3"), (re.compile(r"qwen-?2"), "qwen2.5")),
+        remedy="ctxbudget counts offline Qwen 2, 2.5, 3, 3.5, 3.6 and QwQ (the qwen extra), not "
+        "Qwen 1 or 1.5 or the Qwen API's own models (qwen-max, qwen-plus, ...)",
     ),
     _OpenFamily(
         "deepseek",
         re.compile(r"deepseek"),
         "131K tokens for the DeepSeek-V3 weights",
-        "ctxbudget has no offline DeepSeek tokenizer yet",
         ("deepseek-chat", "deepseek-r1", "deepseek-v3"),
+        ((re.compile(r"deepseek-(chat|reasoner|v3|v4|r1(?!.*distill))"), "deepseek-v3"),),
+        remedy="ctxbudget counts offline DeepSeek V3, R1 and V4 and the API's deepseek-chat and "
+        "deepseek-reasoner (the deepseek extra); DeepSeek V2, Coder and LLM have other "
+        "vocabularies, and the R1 distills (Ollama's deepseek-r1 below 671b) are Qwen or "
+        "Llama models with DeepSeek's tokens added",
     ),
     _OpenFamily(
         "gemma",
         re.compile(r"gemma"),
         "see the model card",
-        "no package ships a Gemma vocabulary",
         ("gemma3",),
+        remedy="no package ships a Gemma vocabulary",
     ),
 )
-"""Open-weight families ctxbudget recognises but cannot count offline yet: a name of theirs
-resolves, so the error says what the model is and what to pass instead."""
+"""Open-weight families ctxbudget recognises: a name of theirs resolves, to the vocabulary its
+extra installs when ctxbudget has it, else with an error that says what to pass instead."""
+
+_OLLAMA_DISTILLS: Final = frozenset({"deepseek-r1"})
+"""Ollama models whose tags below ``671b`` (``latest`` too) are other models distilled from
+them (``deepseek-r1:8b`` is a Qwen 3 model): only the ``671b`` tag is the model itself."""
 
 _TEKKEN: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"(open-)?mistral-nemo(-instruct|-base)?(-2407)?"), "tekken_240718"),
@@ -256,8 +271,9 @@ _TEKKEN: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
 stem has a tokenizer of its own, so only these snapshots match."""
 
 _BYO: Final = (
-    "pass tokenizer=HuggingFaceTokenizer(tokenizers.Tokenizer.from_file('<the model's "
-    "tokenizer.json>')), which is the file a vLLM server or the Hugging Face repo uses"
+    "pass tokenizer=tokenizer_from_file('<the model's tokenizer.json>'), the file a vLLM "
+    "server or the Hugging Face repo uses (or its tekken.json, or a .tiktoken file with "
+    "pattern=...)"
 )
 
 
@@ -353,13 +369,15 @@ def resolve_model(name: str) -> ModelInfo:
     openai = _openai(given, text, provider)
     if openai is not None:
         return openai
+    tag: str | None = None
     if ":" in text:  # an Ollama tag: llama3.1:8b, qwen2.5:latest, gpt-oss:20b
-        text, _, _ = text.partition(":")
+        text, _, tag = text.partition(":")
         provider = provider or "ollama"
         openai = _openai(given, text, provider)
         if openai is not None:
             return openai
-    return _known(given, text, provider) or _unknown(given, text)
+    distilled = provider == "ollama" and text in _OLLAMA_DISTILLS and tag != "671b"
+    return _known(given, text, provider, distilled=distilled) or _unknown(given, text)
 
 
 def _openai(given: str, text: str, provider: str | None) -> ModelInfo | None:
@@ -387,7 +405,9 @@ def _openai(given: str, text: str, provider: str | None) -> ModelInfo | None:
     )
 
 
-def _known(given: str, text: str, provider: str | None) -> ModelInfo | None:
+def _known(
+    given: str, text: str, provider: str | None, *, distilled: bool = False
+) -> ModelInfo | None:
     for family, table in (("claude", _CLAUDE), ("gemini", _GEMINI)):
         key = _SNAPSHOT[family].sub("", text)
         if key in table:
@@ -418,17 +438,22 @@ def _known(given: str, text: str, provider: str | None) -> ModelInfo | None:
         )
     for open_family in _OPEN:
         if open_family.pattern.match(text):
+            vocabulary = None
+            if not distilled:
+                vocabulary = next(
+                    (name for names, name in open_family.tokenizers if names.match(text)), None
+                )
             return ModelInfo(
                 name=given,
                 canonical=text,
                 family=open_family.family,
                 provider=provider,
-                tokenizer=None,
+                tokenizer=vocabulary,
                 context_window=None,
                 max_output=None,
                 input_limit=None,
                 source=f"{_SERVER_WINDOW}; the model supports {open_family.trained_window}",
-                unavailable=f"{open_family.remedy}; {_BYO}",
+                unavailable=None if vocabulary else f"{open_family.remedy}; {_BYO}",
             )
     return None
 
@@ -454,11 +479,14 @@ def _unknown(given: str, text: str) -> ModelInfo:
     raise UnknownModelError(
         f"no known tokenizer for model {given!r}. {hint}ctxbudget reads OpenAI models as "
         "tiktoken names them (e.g. 'gpt-4o', 'o3'), Claude and Gemini models (e.g. "
-        "'claude-sonnet-4-5', 'gemini-2.5-flash') and an encoding name "
+        "'claude-sonnet-4-5', 'gemini-2.5-flash'), open-weight Llama 3/4, Mistral, Qwen and "
+        "DeepSeek models (e.g. 'llama3.1:8b', 'Qwen/Qwen3-8B', 'deepseek-chat') and an "
+        "encoding name "
         f"({', '.join(sorted(tiktoken.list_encoding_names()))}), with or without provider "
         "prefixes and Bedrock, Vertex, Hugging Face or Ollama decorations; for any other model "
-        "pass a Tokenizer: CallableTokenizer(fn, name=...) for any str -> int function, "
-        "HuggingFaceTokenizer(tokenizers.Tokenizer.from_file(...)) for a Hugging Face one",
+        "pass a Tokenizer: tokenizer_from_file(path) for the model's own tokenizer.json, "
+        "tekken.json or .tiktoken file, CallableTokenizer(fn, name=...) for any str -> int "
+        "function",
         nearest=nearest,
     )
 

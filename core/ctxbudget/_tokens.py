@@ -2,29 +2,35 @@
 
 A character estimate is off by 10-25% against a real BPE, which is the whole margin
 a budget is for, so it is never the default. `get_tokenizer` resolves a model name by the
-one model-name rule (`resolve_model`) to tiktoken, or for Claude and Gemini, whose
-tokenizers are not public, to a labelled upper bound (`_estimates.py`);
+one model-name rule (`resolve_model`) to tiktoken, to an open-weight vocabulary a package
+ships (`_mistral.py`, `_vocab.py`), or for Claude and Gemini, whose tokenizers are not
+public, to a labelled upper bound (`_estimates.py`);
 `CallableTokenizer` and `HuggingFaceTokenizer` adapt anything else to the one `Tokenizer`
 protocol the assembler accepts. Every count says how it was made (`count_method_of`).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import hashlib
+import json
 import os
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 import tiktoken
 
-from ctxbudget import _mistral, _offline
-from ctxbudget._errors import TokenizerError
+from ctxbudget import _mistral, _offline, _vocab
+from ctxbudget._errors import TokenizerError, VocabularyError
 from ctxbudget._estimates import ESTIMATES, EstimateTokenizer
-from ctxbudget._joins import Counted, Ends, JoinCounter, Piece, ends, join_counter
+from ctxbudget._joins import Counted, Ends, JoinCounter, Piece, join_counter
 from ctxbudget._models import match_model, resolve_model
 
 __all__ = [
@@ -40,6 +46,7 @@ __all__ = [
     "count_method_of",
     "get_tokenizer",
     "match_model",
+    "tokenizer_from_file",
 ]
 
 K = TypeVar("K")
@@ -123,11 +130,19 @@ class BoundedTokenizer(Tokenizer, Protocol):
         ...
 
 
-class TiktokenTokenizer:
-    """A `Tokenizer` over a `tiktoken.Encoding`."""
+Normalization = Literal["NFC"]
+"""A Unicode normalization a model's tokenizer applies before splitting text (Qwen: NFC)."""
 
-    def __init__(self, encoding: tiktoken.Encoding) -> None:
+
+class TiktokenTokenizer:
+    """A `Tokenizer` over a `tiktoken.Encoding`, with the `normalization` the model's own
+    tokenizer applies to text first, if any (Qwen's normalizes to NFC)."""
+
+    def __init__(
+        self, encoding: tiktoken.Encoding, *, normalization: Normalization | None = None
+    ) -> None:
         self._encoding = encoding
+        self._normalization = normalization
         # Every token is at most this many bytes, so len(utf8) / this is a lower bound
         # on the count: it lets selection rule out a 1 MB chunk without tokenizing it.
         self._max_token_bytes = max(map(len, encoding.token_byte_values()))
@@ -140,6 +155,11 @@ class TiktokenTokenizer:
     def encoding(self) -> tiktoken.Encoding:
         """The underlying tiktoken encoding."""
         return self._encoding
+
+    @property
+    def normalization(self) -> Normalization | None:
+        """The Unicode normalization applied to text before it is encoded, if any."""
+        return self._normalization
 
     @property
     def exact(self) -> bool:
@@ -157,12 +177,15 @@ class TiktokenTokenizer:
         """Token ids; special-token strings in `text` are encoded as ordinary text.
 
         Retrieved documents can contain ``<|endoftext|>``; providers treat it as text
-        in user content, and so must we (tiktoken's `encode` would raise on it).
+        in user content, and so must we (tiktoken's `encode` would raise on it). A server
+        that parses special tokens in content counts fewer (README "Counting other models").
         """
+        if self._normalization is not None:
+            text = unicodedata.normalize(self._normalization, text)
         return self._encoding.encode_ordinary(text)
 
     def count(self, text: str) -> int:
-        return len(self._encoding.encode_ordinary(text))
+        return len(self.encode(text))
 
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.name!r})"
@@ -286,10 +309,12 @@ def get_tokenizer(model_or_encoding: str) -> Tokenizer:
 
     The name is read by the one model-name rule, `resolve_model` (any case; provider
     prefixes, Bedrock, Vertex, Hugging Face and Ollama decorations). OpenAI models count
-    exactly with tiktoken; Claude and Gemini, whose tokenizers are not public, with a
-    labelled upper bound (``exact`` False). A name that is unknown, or of a family ctxbudget
-    cannot count offline, raises instead of guessing, because a wrong tokenizer miscounts
-    silently. A model and its encoding share one tokenizer object.
+    exactly with tiktoken; Llama, Mistral, Qwen and DeepSeek models exactly with the
+    vocabulary their extra installs (README "Counting other models"); Claude and Gemini,
+    whose tokenizers are not public, with a labelled upper bound (``exact`` False). A name
+    that is unknown, or of a family ctxbudget cannot count offline, raises instead of
+    guessing, because a wrong tokenizer miscounts silently. A model and its encoding share
+    one tokenizer object.
 
     >>> get_tokenizer("gpt-4o").count("hello world")
     2
@@ -298,6 +323,8 @@ def get_tokenizer(model_or_encoding: str) -> Tokenizer:
         return _estimate(model_or_encoding)
     if model_or_encoding in _mistral.TEKKEN_SHA256:
         return _tekken(model_or_encoding)
+    if model_or_encoding in _vocab.VOCABULARIES:
+        return _vocabulary(model_or_encoding)
     info = resolve_model(model_or_encoding)
     if info.tokenizer is None:
         raise TokenizerError(
@@ -308,7 +335,110 @@ def get_tokenizer(model_or_encoding: str) -> Tokenizer:
         return _estimate(info.tokenizer)
     if info.tokenizer in _mistral.TEKKEN_SHA256:
         return _tekken(info.tokenizer)
+    if info.tokenizer in _vocab.VOCABULARIES:
+        return _vocabulary(info.tokenizer)
     return _tokenizer(info.tokenizer)
+
+
+@functools.cache
+def _vocabulary(name: str) -> TiktokenTokenizer | HuggingFaceTokenizer:
+    if name in _vocab.PATTERNS:
+        return TiktokenTokenizer(
+            _vocab.encoding(name),
+            normalization=_vocab.VOCABULARIES[name].normalization,
+        )
+    return HuggingFaceTokenizer(_vocab.tokenizer_json(name), name=name, exact=True)
+
+
+PATTERN_NAMES: dict[str, str] = {**_offline.PATTERNS, **_vocab.PATTERNS}
+"""Split patterns `tokenizer_from_file` takes by name: tiktoken's o200k_base and cl100k_base,
+and the open-weight vocabularies' (``llama3``, ``llama4``, ``qwen2.5``, ``qwen3.5`` ...)."""
+
+
+def tokenizer_from_file(
+    path: str | os.PathLike[str],
+    *,
+    pattern: str | None = None,
+    sha256: str | None = None,
+    name: str | None = None,
+    normalization: Normalization | None = None,
+) -> TiktokenTokenizer | HuggingFaceTokenizer:
+    """The exact tokenizer of a model's own vocabulary file, for a model ctxbudget does not
+    ship one for (Gemma, newer Mistral models, a gated Llama copy, a vLLM server's file).
+
+    Takes a tiktoken-format ranks file (``.tiktoken``, Llama's ``tokenizer.model``; give its
+    split `pattern`, a regex or a name in `PATTERN_NAMES`), a Hugging Face ``tokenizer.json``
+    (needs `tokenizers`) or a Mistral tekken JSON. With `sha256` the file must have that
+    digest. `normalization` is what the model's tokenizer applies first (Qwen: ``"NFC"``).
+    Special-token text counts as ordinary text, as for every tokenizer here.
+    """
+    file = Path(path)
+    label = name or file.name
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise TokenizerError(f"cannot read tokenizer file {str(file)!r}: {exc}") from exc
+    if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256.lower():
+        raise VocabularyError(
+            f"tokenizer file {str(file)!r} has sha256 {hashlib.sha256(raw).hexdigest()}, but "
+            f"{sha256} was pinned; refusing to count with it"
+        )
+    if raw.lstrip()[:1] == b"{":
+        if pattern is not None or normalization is not None:
+            raise TokenizerError(
+                f"{str(file)!r} is a JSON tokenizer file, which carries its own split pattern "
+                "and normalization: leave out pattern= and normalization="
+            )
+        return _json_tokenizer(raw, file, label)
+    if pattern is None:
+        raise TokenizerError(
+            f"{str(file)!r} is a tiktoken-format ranks file, which does not say how text is "
+            "split: pass pattern=<the model's regex> or one of "
+            f"{', '.join(sorted(PATTERN_NAMES))}"
+        )
+    encoding = tiktoken.Encoding(
+        name=label,
+        pat_str=PATTERN_NAMES.get(pattern, pattern),
+        mergeable_ranks=_ranks_file(raw, file),
+        special_tokens={},
+    )
+    return TiktokenTokenizer(encoding, normalization=normalization)
+
+
+def _ranks_file(raw: bytes, file: Path) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line:
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token, validate=True)] = int(rank)
+        except (ValueError, binascii.Error):
+            raise TokenizerError(
+                f"{str(file)!r} line {number} is not '<base64 token> <rank>', as a "
+                "tiktoken-format file (.tiktoken, Llama's tokenizer.model) has on every line"
+            ) from None
+    return ranks
+
+
+def _json_tokenizer(raw: bytes, file: Path, label: str) -> TiktokenTokenizer | HuggingFaceTokenizer:
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise TokenizerError(f"{str(file)!r} is not valid JSON: {exc}") from None
+    if isinstance(data, dict) and {"config", "vocab"} <= data.keys():
+        return TiktokenTokenizer(_mistral.parse_tekken(raw, label))
+    if not (isinstance(data, dict) and "model" in data):
+        raise TokenizerError(
+            f"{str(file)!r} is neither a Hugging Face tokenizer.json (it has no 'model') nor a "
+            "Mistral tekken file (no 'config' and 'vocab')"
+        )
+    loaded = _vocab.load_tokenizer_json(
+        raw,
+        f"counting with {str(file)!r}, a Hugging Face tokenizer.json,",
+        "pip install tokenizers",
+    )
+    return HuggingFaceTokenizer(loaded, name=label, exact=True)
 
 
 @functools.cache
@@ -333,8 +463,9 @@ class TokenCounter:
     The cache is a bounded LRU keyed by a digest of the text (a short text by itself), so
     it never keeps large documents alive. Thread-safe: one assembler serves concurrent requests (two
     threads meeting the same new text at once may both count it; the result is the same).
-    For tiktoken's o200k_base and cl100k_base, a text joined from parts is counted from
-    the parts' counts and a few characters per join (`count_joined`, `_joins.py`).
+    For tiktoken encodings whose split pattern has derived join rules (o200k_base,
+    cl100k_base, Llama 3 and 4, Qwen), a text joined from parts is counted from the parts'
+    counts and a few characters per join (`count_joined`, `_joins.py`).
     """
 
     def __init__(self, tokenizer: Tokenizer, *, maxsize: int = 16_384) -> None:
@@ -351,7 +482,9 @@ class TokenCounter:
         )
         # Exactly tiktoken's own tokenizer: a subclass may count differently from its encoding.
         self._joins: JoinCounter | None = (
-            join_counter(tokenizer.encoding) if type(tokenizer) is TiktokenTokenizer else None
+            join_counter(tokenizer.encoding, tokenizer.normalization)
+            if type(tokenizer) is TiktokenTokenizer
+            else None
         )
         self.calls = 0
         """How many texts were actually tokenized (cache misses); for tests and benchmarks."""
@@ -403,7 +536,7 @@ class TokenCounter:
                     else:
                         trusted.append(Counted(text, tokens))
             elif tokens is not None:  # its count is given: nothing to look up by digest
-                found = ends(text, joins.small)
+                found = joins.measure(text)
                 if found.measured:
                     trusted.append(Counted(text, tokens))
             else:
@@ -444,7 +577,7 @@ class TokenCounter:
             if tokens is not None:
                 self._cache.move_to_end(key)
         if found is None:
-            found = ends(text, joins.small)
+            found = joins.measure(text)
             self._remember(self._ends, key, found)
         if tokens is None and found.measured:
             tokens = self._tokenizer.count(text)

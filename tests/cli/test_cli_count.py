@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -134,12 +135,21 @@ def test_count_view_of_gemini_says_the_count_is_an_upper_bound(cli: Run, tmp_pat
 
 
 def test_count_of_model_without_offline_tokenizer_says_so(cli: Run, tmp_path: Path) -> None:
-    ran = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "llama3.1:8b")
+    ran = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "gemma3:4b")
 
     assert ran.code == 1
     assert ran.err.startswith(
-        "ctxbudget: no offline tokenizer for model 'llama3.1:8b', a llama-3 model: "
+        "ctxbudget: no offline tokenizer for model 'gemma3:4b', a gemma model: "
     )
+
+
+def test_count_of_an_open_weight_model_is_exact_with_its_extra(cli: Run, tmp_path: Path) -> None:
+    if importlib.util.find_spec("llama_models") is None:
+        pytest.skip("needs the llama extra: pip install 'ctxbudget[llama]'")
+    ran = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "llama3.1:8b", "--json")
+
+    assert ran.code == 0, ran.err
+    assert '"exact": true' in ran.out
 
 
 def test_count_without_files_is_a_usage_error(cli: Run) -> None:

@@ -135,8 +135,9 @@ def test_resolve_model_of_unknown_name_names_the_nearest_known_one(name: str, ne
 def test_resolve_model_of_unknown_name_says_how_to_pass_a_tokenizer() -> None:
     with pytest.raises(
         TokenizerError,
-        match=r"for any other model pass a Tokenizer: CallableTokenizer\(fn, name=\.\.\.\) "
-        r"for any str -> int function, HuggingFaceTokenizer\(",
+        match=r"for any other model pass a Tokenizer: tokenizer_from_file\(path\) for the "
+        r"model's own tokenizer\.json, tekken\.json or \.tiktoken file, "
+        r"CallableTokenizer\(fn, name=\.\.\.\) for any str -> int function$",
     ):
         resolve_model("acme-7b")
 
@@ -255,9 +256,10 @@ def test_budget_for_model_of_unknown_name_names_the_nearest_known_one() -> None:
 @pytest.mark.parametrize(
     ("name", "says"),
     [
-        ("llama3.1:8b", "a llama-3 model: ctxbudget has no offline Llama 3 tokenizer yet"),
+        ("gemma3:4b", "a gemma model: no package ships a Gemma vocabulary"),
         ("mistral-large-2411", "a mistral model: ctxbudget counts offline only the Mistral"),
-        ("deepseek-ai/DeepSeek-V3", "a deepseek model: ctxbudget has no offline DeepSeek"),
+        ("deepseek-coder-v2", "a deepseek model: ctxbudget counts offline DeepSeek V3, R1"),
+        ("qwen-max", "a qwen model: ctxbudget counts offline Qwen 2, 2.5, 3, 3.5, 3.6 and QwQ"),
     ],
 )
 def test_get_tokenizer_of_family_without_offline_tokenizer_says_what_to_pass(

@@ -124,7 +124,8 @@ def test_get_tokenizer_with_unknown_model_says_how_to_pass_a_tokenizer() -> None
             r"no known tokenizer for model 'my-llama-70b'\. The nearest known model is .*"
             r"ctxbudget reads OpenAI models as tiktoken names them \(e\.g\. 'gpt-4o', 'o3'\), "
             r"Claude and Gemini models .* an encoding name \(.*cl100k_base.*o200k_base.*\), "
-            r".*pass a Tokenizer: CallableTokenizer\(fn, name=\.\.\.\) .*HuggingFaceTokenizer\("
+            r".*pass a Tokenizer: tokenizer_from_file\(path\) "
+            r".*CallableTokenizer\(fn, name=\.\.\.\)"
         ),
     ):
         get_tokenizer("my-llama-70b")
