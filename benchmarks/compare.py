@@ -9,7 +9,8 @@ and reused, as an app would.
 
     python -m benchmarks.compare                # everything, medians of 15
     python -m benchmarks.compare --repeat 5     # quicker
-    python -m benchmarks.compare --only peers   # or: scaling, dedup, repack, memory
+    python -m benchmarks.compare --only peers   # or: scaling, dedup, repack, memory,
+                                                # window, followup
 
 Peers that are not installed are skipped with a note: ``pip install -e '.[bench]'``.
 Times are CPU time of this process (``time.process_time``), so other load on the machine
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import importlib.util
 import json
@@ -38,10 +40,11 @@ import tiktoken.registry
 
 from benchmarks.workloads import (
     ENCODING,
+    FOLLOWUPS,
+    WINDOW_WORKLOADS,
     WORKLOADS,
     Request,
     Workload,
-    budget,
     label,
 )
 from ctxbudget import ContextAssembler, Dedup, SourceOptions, get_tokenizer
@@ -121,7 +124,7 @@ NO_DEDUP = SourceOptions(dedup=Dedup(jaccard=None, containment=None, cosine=None
 def ctxbudget_method(
     workload: Workload, sources: SourceOptions | None = None
 ) -> Callable[[Request], str]:
-    assembler = ContextAssembler(tokenizer=ENCODING, budget=budget(), sources=sources)
+    assembler = ContextAssembler(tokenizer=ENCODING, budget=workload.budget(), sources=sources)
 
     def run(request: Request) -> str:
         return request.assemble(assembler).text
@@ -129,21 +132,21 @@ def ctxbudget_method(
     return run
 
 
-def naive(request: Request) -> str:
+def naive(request: Request, retrieved: int = RETRIEVED, history: int = HISTORY) -> str:
     """Count every chunk (or trust its ingest count) and turn, take greedily by score and
     recency, join, and count the prompt once."""
     sources: list[str] = []
     used = 0
     for chunk in sorted(request.chunks, key=lambda c: -(c.score or 0.0)):
         size = chunk.tokens if chunk.tokens is not None else tokens(chunk.content)
-        if used + size <= RETRIEVED:
+        if used + size <= retrieved:
             sources.append(chunk.content)
             used += size
     turns: list[str] = []
     used = 0
     for turn in reversed(request.history):
         size = tokens(turn.content)
-        if used + size > HISTORY:
+        if used + size > history:
             break
         turns.insert(0, f"{turn.role}: {turn.content}")
         used += size
@@ -452,6 +455,77 @@ def repack_cost(repeat: int, clock: Clock) -> None:
         )
 
 
+def window(repeat: int, clock: Clock) -> None:
+    """1M-token windows: 500 to 5,000 candidates into gpt-4.1's budget (all kept until the
+    window is full), plain, with 1,536-dim embeddings, or with a shared template; dedup on
+    and off, and the naive count-all, each against one encode of ctxbudget's output."""
+    reps = max(3, min(repeat, 5))
+    print(
+        f"\n1M-token window (gpt-4.1 budget, retrieval up to 553,950 tokens; chunks of ~370 "
+        f"tokens with ingest counts; medians of {reps}; ratio to one encode of ctxbudget's "
+        "output)\n"
+    )
+    print(
+        "| workload | kept | prompt tokens | one encode | dedup on | x encode | dedup off | "
+        "x encode | naive count-all | x encode |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for workload in WINDOW_WORKLOADS.values():
+        requests = [workload.request(seed) for seed in range(reps + 1)]
+        # The reference prompts come from an assembler of their own: the timed one starts cold.
+        reference_assembler = ContextAssembler(tokenizer=ENCODING, budget=workload.budget())
+        results = [r.assemble(reference_assembler) for r in requests]
+        last = results[-1]
+        encode = each(ENCODER.encode_ordinary, [r.text for r in results])
+        reference, _, _ = timed(clock, encode, encode, reps)
+        cells = []
+        for sources in (None, NO_DEDUP):
+            seconds, ratio, _ = timed(
+                clock, each(ctxbudget_method(workload, sources), requests), encode, reps
+            )
+            cells.append(f"{seconds:.3f} s | {ratio:.2f}x")
+        limits = {a.name: a.max or 0 for a in workload.budget().allocations}
+        count_all = each(
+            functools.partial(naive, retrieved=limits["retrieved"], history=limits["history"]),
+            requests,
+        )
+        seconds, ratio, _ = timed(clock, count_all, encode, reps)
+        cells.append(f"{seconds:.3f} s | {ratio:.2f}x")
+        print(
+            f"| {workload.name} | {len(last.sources):,} | {tokens(last.text):,} | "
+            f"{reference * 1e3:.1f} ms | {' | '.join(cells)} |"
+        )
+    print(
+        "\n(LlamaIndex PromptHelper.repack is not run at this size: it takes 0.8 s for 200 "
+        "chunks into 3,000 tokens; priompt is run only where installed, in the peers table.)"
+    )
+
+
+def followup(repeat: int, clock: Clock) -> None:
+    """The seed request's next turns: the same chunk texts in new `Chunk` objects, one
+    assembler (its caches warm from the turn before), against a request of new texts."""
+    print(
+        "\nA follow-up request: the same 200 chunk texts in new Chunk objects, one assembler "
+        "(medians; ratio to one encode of the output)\n"
+    )
+    print("| counts | new texts every request | follow-up over the same texts |")
+    print("|---|---:|---:|")
+    for counts in (True, False):
+        ratios = []
+        for workload in (
+            WORKLOADS[label(Workload("200 candidates", 200, counts))],
+            FOLLOWUPS[label(Workload("200 candidates, follow-up", 200, counts, followup=True))],
+        ):
+            requests = [workload.request(seed) for seed in range(repeat + 1)]
+            prompts = [ctxbudget_method(workload)(r) for r in requests]
+            encode = each(ENCODER.encode_ordinary, prompts)
+            ratios.append(
+                timed(clock, each(ctxbudget_method(workload), requests), encode, repeat)[1]
+            )
+        given = "ingest counts" if counts else "no counts"
+        print(f"| {given} | {ratios[0]:.2f}x | {ratios[1]:.2f}x |")
+
+
 def print_table(title: str, reference: float, size: int, rows: list[Row]) -> None:
     print(f"\n{title} (medians; prompt of {size:,} tokens; budget {BUDGET:,})\n")
     print("| method | time | x one encode | output tokens | limit | compliance |")
@@ -481,10 +555,11 @@ def _status(field: str) -> int:
     raise LookupError(field)
 
 
-def memory_probe(candidates: int, traced: bool) -> dict[str, int]:
-    """In this fresh process: the memory the inputs take and what one assembly adds at its
-    peak, as RSS (the peak reset after the inputs are built) or as traced allocations."""
-    workload = WORKLOADS[label(Workload(f"{candidates} candidates", candidates, True))]
+def memory_probe(name: str, traced: bool) -> dict[str, int]:
+    """In this fresh process: the memory the inputs of workload `name` take and what one
+    assembly adds at its peak, as RSS (the peak reset after the inputs are built) or as
+    traced allocations."""
+    workload = {**WORKLOADS, **WINDOW_WORKLOADS}[name]
     own = ctxbudget_method(workload)
     own(WORKLOADS[label(Workload("10 candidates", 10, True))].request(99))  # warm up
     gc.collect()
@@ -509,14 +584,22 @@ def memory() -> None:
         "\nMemory of one assembly (a fresh process per figure): what the inputs (chunks and "
         "turns) take, and what assembling adds at its peak\n"
     )
-    print("| candidates | measured as | inputs | + assembly at peak | peak / inputs |")
-    print("|---:|---|---:|---:|---:|")
-    for candidates in (200, 10_000):
+    print("| workload | measured as | inputs | + assembly at peak | peak / inputs |")
+    print("|---|---|---:|---:|---:|")
+    shapes = [
+        label(Workload("200 candidates", 200, True)),
+        label(Workload("10000 candidates", 10_000, True)),
+        *(
+            label(Workload(f"{n:,} candidates, 1M window", n, True, window=True))
+            for n in (1_000, 5_000)
+        ),
+    ]
+    for name in shapes:
         for how in ("traced", "rss"):
-            if how == "rss" and candidates < 10_000:
+            if how == "rss" and name.startswith("200 "):
                 continue  # the allocator reuses freed pages: RSS cannot see 2 MB of inputs
             probe = subprocess.run(
-                [sys.executable, "-m", "benchmarks.compare", f"--probe-{how}", str(candidates)],
+                [sys.executable, "-m", "benchmarks.compare", f"--probe-{how}", name],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -525,7 +608,7 @@ def memory() -> None:
             ratio = (found["inputs"] + found["extra"]) / found["inputs"]
             label_ = "Python allocations" if how == "traced" else "RSS"
             print(
-                f"| {candidates:,} | {label_} | {found['inputs'] / 2**20:.1f} MB | "
+                f"| {name} | {label_} | {found['inputs'] / 2**20:.1f} MB | "
                 f"{found['extra'] / 2**20:.1f} MB | {ratio:.2f}x |"
             )
 
@@ -533,10 +616,13 @@ def memory() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--only", choices=["peers", "scaling", "dedup", "repack", "memory"])
+    parser.add_argument(
+        "--only",
+        choices=["peers", "scaling", "dedup", "repack", "memory", "window", "followup"],
+    )
     parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
-    parser.add_argument("--probe-traced", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--probe-rss", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--probe-traced", help=argparse.SUPPRESS)
+    parser.add_argument("--probe-rss", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe_traced or args.probe_rss:
         traced = bool(args.probe_traced)
@@ -558,6 +644,10 @@ def main() -> None:
         repack_cost(args.repeat, clock)
     if args.only in (None, "memory"):
         memory()
+    if args.only in (None, "window"):
+        window(args.repeat, clock)
+    if args.only in (None, "followup"):
+        followup(args.repeat, clock)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@ One request: a 607-token system prompt, 20 conversation turns, a question, and 2
 retrieved chunks of about 415 o200k tokens from 40 documents, under a 6,000-token
 budget with retrieval capped at 3,000. Variants change one thing each: counts given at
 ingest or not, 10 to 10,000 candidates, a 1 MB chunk among them, a 200-turn history.
+`WINDOW_WORKLOADS` fill a gpt-4.1 window (retrieval 553,950 tokens) with 500 to 5,000
+chunks of about 370 tokens, all kept: plain, with 1,536-dim embeddings, or opening with
+one shared boilerplate template; the follow-up workload resends the same chunk texts in
+new `Chunk` objects, as a chat's next turn does.
 
 Texts come from a fixed pool of sentences combined by a seeded generator, so every
 `seed` gives new chunk texts (no token count can be served from an earlier request's
@@ -129,19 +133,39 @@ def system_prompt() -> str:
     return _exactly(607, seed=607)
 
 
-def chunks(count: int, seed: int, *, counts: bool, oversize: bool = False) -> list[Chunk]:
-    """`count` chunks of about 415 tokens, five per document, scores descending with noise.
+@functools.cache
+def template() -> str:
+    """The ~120-token boilerplate every chunk of a template workload opens with."""
+    return prose(random.Random(120), 120)
+
+
+def chunks(
+    count: int,
+    seed: int,
+    *,
+    counts: bool,
+    oversize: bool = False,
+    tokens: int = 415,
+    embeddings: int = 0,
+    templated: bool = False,
+) -> list[Chunk]:
+    """`count` chunks of about `tokens` tokens, five per document, scores descending with noise.
 
     `counts`: each carries its exact o200k count, as an ingest pipeline would store it.
     `oversize`: the best-scored chunk is a 1 MB text, larger than any budget here.
+    `embeddings`: each carries a random vector of this many dimensions (none similar).
+    `templated`: each opens with the shared `template`, its own prose after it.
     """
     rng = random.Random(seed * 1_000_003 + count)
+    vectors = random.Random(seed * 1_000_003 + count + 1)
     tokenizer = get_tokenizer(ENCODING)
     out = []
     for i in range(count):
         document = i // 5
         topic = _TOPICS[document % len(_TOPICS)]
-        text = prose(rng, 415)
+        text = prose(rng, tokens - 120) if templated else prose(rng, tokens)
+        if templated:
+            text = f"{template()}\n\n{text}"
         if oversize and i == 0:
             text = (text + "\n\n") * (1_000_000 // (len(text) + 2) + 1)
         out.append(
@@ -155,6 +179,9 @@ def chunks(count: int, seed: int, *, counts: bool, oversize: bool = False) -> li
                 score=round(1 - i / count + rng.uniform(-0.05, 0.05), 6),
                 updated_at=datetime(2024 if document % 9 == 0 else 2026, 1, 15, tzinfo=UTC),
                 tokens=tokenizer.count(text) if counts and not (oversize and i == 0) else None,
+                embedding=(
+                    tuple(vectors.random() - 0.5 for _ in range(embeddings)) if embeddings else None
+                ),
             )
         )
     return out
@@ -182,6 +209,21 @@ def budget() -> Budget:
     )
 
 
+def window_budget() -> Budget:
+    """gpt-4.1's window, 8,000 tokens kept for the answer; retrieval up to 553,950 (the
+    default split's share), system and question never trimmed."""
+    return Budget.for_model(
+        "gpt-4.1",
+        reserve_output=8_000,
+        allocations=[
+            Allocation("system", max=700, priority=0),
+            Allocation("question", max=200, priority=0),
+            Allocation("retrieved", min=1_200, max=553_950, priority=1),
+            Allocation("history", max=283_520, priority=2),
+        ],
+    )
+
+
 def question(seed: int) -> str:
     """A question that differs per request."""
     rng = random.Random(seed)
@@ -197,14 +239,32 @@ class Workload:
     counts: bool
     oversize: bool = False
     turns: int = 20
+    window: bool = False
+    """Into a gpt-4.1 window (`window_budget`), chunks of ~370 tokens: all are kept."""
+    embeddings: int = 0
+    templated: bool = False
+    followup: bool = False
+    """Every request over seed 0's chunk texts, in new `Chunk` objects: a chat's next turn."""
 
     def request(self, seed: int) -> Request:
         return Request(
             system=system_prompt(),
             question=question(seed),
-            chunks=chunks(self.candidates, seed, counts=self.counts, oversize=self.oversize),
+            chunks=chunks(
+                self.candidates,
+                0 if self.followup else seed,
+                counts=self.counts,
+                oversize=self.oversize,
+                tokens=370 if self.window else 415,
+                embeddings=self.embeddings,
+                templated=self.templated,
+            ),
             history=history(self.turns),
         )
+
+    def budget(self) -> Budget:
+        """The budget this workload is assembled under."""
+        return window_budget() if self.window else budget()
 
 
 @dataclass(frozen=True)
@@ -255,3 +315,29 @@ def label(workload: Workload) -> str:
 
 WORKLOADS: dict[str, Workload] = _all()
 """Every workload by label: the golden test covers all of them."""
+
+
+def _windows() -> dict[str, Workload]:
+    shapes = [
+        Workload(f"{n:,} candidates, 1M window{kind}", n, True, window=True, **extra)
+        for n in (500, 1_000, 2_000, 5_000)
+        for kind, extra in (
+            ("", {}),
+            (", 1,536-dim embeddings", {"embeddings": 1_536}),
+            (", shared template", {"templated": True}),
+        )
+    ]
+    return {label(w): w for w in shapes}
+
+
+WINDOW_WORKLOADS: dict[str, Workload] = _windows()
+"""The 1M-token window workloads by label (not golden: each takes seconds)."""
+
+FOLLOWUPS: dict[str, Workload] = {
+    label(w): w
+    for w in (
+        Workload("200 candidates, follow-up", 200, True, followup=True),
+        Workload("200 candidates, follow-up", 200, False, followup=True),
+    )
+}
+"""The seed request's next turns: the same chunk texts, new `Chunk` objects."""

@@ -40,6 +40,7 @@ from ctxbudget._sources.escalate import (
 )
 from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.render import RenderOptions, render_source
+from ctxbudget._textcache import shingle_cache
 from ctxbudget._tokens import BoundedTokenizer, TokenCounter
 
 __all__ = ["RankedIds", "RetrievedClaim", "SourceSettings", "rank", "ranking"]
@@ -236,7 +237,7 @@ class RetrievedClaim(ListClaim[Chunk]):
         self._ids = ids
         self._rank = _Positions(ranked)
         self._shown: dict[tuple[str, bool], str] = {}
-        self._dedup = Deduplicator(settings.dedup)
+        self._dedup = Deduplicator(settings.dedup, shingle_cache(counter))
         self._documents: dict[str, Chunk | None] = {}
         self._denied: dict[str, Dropped] = {}
         self._last: tuple[Fit[Chunk], tuple[bool, list[_Shown]]] | None = None

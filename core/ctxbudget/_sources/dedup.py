@@ -1,19 +1,31 @@
 """Near-duplicate detection: word-shingle Jaccard, and embedding cosine when vectors exist.
 
 Dedup runs lazily inside selection: each candidate is compared only with the
-chunks already kept, so a candidate that is never reached costs nothing.
+chunks already kept, so a candidate that is never reached costs nothing. The verdict is
+the pairwise rule's (the first kept chunk that is near), found without comparing every
+pair: past a few dozen kept chunks an inverted index of shingles finds the only kept
+chunks that can be near, and numpy, when installed, screens embeddings in one product.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Sequence
-from typing import Final, TypeAlias
+from bisect import bisect_left, insort
+from collections import Counter
+from collections.abc import Callable, Sequence
+from itertools import chain
+from operator import mul
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._inputs import Chunk
+from ctxbudget._textcache import ShingleCache
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 __all__ = ["Dedup", "Deduplicator", "Shingles", "cosine", "jaccard", "shingles"]
 
@@ -138,61 +150,415 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-class Deduplicator:
-    """Decides whether a candidate duplicates any kept chunk; caches shingles per chunk id
-    and each pair's verdict (allocation packs a claimant more than once)."""
+@functools.cache
+def _numpy() -> Any:
+    """numpy when it is installed, else None (embeddings are then compared in pure Python).
+    Imported on the first embedding, so requests without embeddings never load it."""
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
 
-    def __init__(self, settings: Dedup) -> None:
+
+_PAIRWISE: Final = 32
+"""Kept chunks compared one by one up to this many: indexing a handful costs more than
+intersecting them (the seed request keeps 8)."""
+_SAFE_NORM: Final = (1e-150, 1e150)
+"""Norms between these keep every product and sum of a vector far from underflow and
+overflow, so the error bound of the numpy path holds."""
+
+
+def _norm(vector: Sequence[float]) -> float:
+    """`math.sqrt(sum(x * x for x in vector))`, as `cosine` computes it, bit for bit."""
+    return math.sqrt(sum(map(mul, vector, vector)))
+
+
+def _margin(dimensions: int) -> float:
+    """How far from `cosine`'s value numpy's may be for `dimensions`-long vectors.
+
+    Any order of summing n products errs by at most n·u·Σ|xᵢyᵢ| ≤ n·u·|a||b| (u = 2**-53),
+    so two orders differ by twice that over the norms, plus the division's rounding: 8x is
+    room to spare. Pairs within the margin are recomputed exactly.
+    """
+    return (dimensions + 8) * 2.0**-50
+
+
+class _Vectors:
+    """Kept chunks' embeddings by position, for the first one `cosine` puts at the threshold.
+
+    With numpy, the vectors of the common length and a safe norm are rows of one matrix:
+    one product per candidate screens them all, and only rows within `_margin` of the
+    threshold are recomputed with `cosine`'s own expressions, so the verdict is the pure
+    Python one on every pair. Other vectors ("odd") are compared in pure Python.
+    """
+
+    def __init__(self, threshold: float) -> None:
+        self._threshold = threshold
+        self._vectors: list[tuple[tuple[float, ...], float] | None] = []
+        self._odd: list[int] = []  # ascending positions numpy does not hold
+        self._dimensions = 0
+        self._rows: NDArray[Any] | None = None
+        self._norms: NDArray[Any] | None = None
+        self._last: tuple[tuple[float, ...], NDArray[Any]] | None = None
+        self._np: Any = None
+
+    def append(self, embedding: tuple[float, ...] | None) -> None:
+        position = len(self._vectors)
+        if embedding is None:
+            self._vectors.append(None)
+            self._set_row(position, None, 0.0)
+            return
+        norm = _norm(embedding)
+        self._vectors.append((embedding, norm))
+        if not self._dimensions and _SAFE_NORM[0] < norm < _SAFE_NORM[1]:
+            self._np = _numpy()
+            if self._np is not None:
+                self._dimensions = len(embedding)
+        if self._in_matrix(embedding, norm):
+            self._set_row(position, embedding, norm)
+        else:
+            self._odd.append(position)
+            self._set_row(position, None, 0.0)
+
+    def truncate(self, length: int) -> None:
+        del self._vectors[length:]
+        del self._odd[bisect_left(self._odd, length) :]
+
+    def _in_matrix(self, embedding: tuple[float, ...], norm: float) -> bool:
+        return (
+            self._np is not None
+            and len(embedding) == self._dimensions
+            and _SAFE_NORM[0] < norm < _SAFE_NORM[1]
+        )
+
+    def _set_row(self, position: int, embedding: tuple[float, ...] | None, norm: float) -> None:
+        if self._np is None or not self._dimensions:
+            return
+        rows, norms = self._rows, self._norms
+        if rows is None or norms is None or position >= len(rows):
+            grown = self._np.zeros((max(64, 2 * position), self._dimensions))
+            grown_norms = self._np.zeros(len(grown))
+            if rows is not None and norms is not None:
+                grown[: len(rows)] = rows
+                grown_norms[: len(norms)] = norms
+            self._rows, self._norms = rows, norms = grown, grown_norms
+        norms[position] = norm
+        if embedding is None:
+            rows[position] = 0.0
+        else:
+            rows[position] = self._array(embedding)
+
+    def _array(self, embedding: tuple[float, ...]) -> NDArray[Any]:
+        """The embedding as a float64 array; the last one is remembered, as a candidate
+        that is kept is appended right after it was compared."""
+        last = self._last
+        if last is not None and last[0] is embedding:
+            return last[1]
+        array: NDArray[Any] = self._np.asarray(embedding, dtype=self._np.float64)
+        self._last = (embedding, array)
+        return array
+
+    def first(self, embedding: tuple[float, ...], start: int, stop: int) -> int:
+        """The first position in [start, stop) whose vector `cosine` puts at the threshold
+        or above with `embedding`; `stop` when none does."""
+        norm = _norm(embedding)
+        if not self._in_matrix(embedding, norm) or self._rows is None or self._norms is None:
+            return self._exact(embedding, norm, range(start, stop), stop)
+        # einsum's own loops, not BLAS: a threaded BLAS waking for each candidate's one
+        # product costs several times the product on a busy machine.
+        dots = self._np.einsum("ij,j->i", self._rows[start:stop], self._array(embedding))
+        products = self._norms[start:stop] * norm
+        with self._np.errstate(divide="ignore", invalid="ignore"):
+            near = (products != 0) & (dots / products >= self._threshold - _margin(len(embedding)))
+        screened = (self._np.flatnonzero(near) + start).tolist()
+        odd = self._odd[bisect_left(self._odd, start) : bisect_left(self._odd, stop)]
+        return self._exact(embedding, norm, sorted(screened + odd), stop)
+
+    def _exact(
+        self, embedding: tuple[float, ...], norm: float, positions: Sequence[int], stop: int
+    ) -> int:
+        """The first of `positions` at the threshold by `cosine`'s expressions, norms cached."""
+        for position in positions:
+            known = self._vectors[position]
+            if known is None or len(known[0]) != len(embedding):
+                continue
+            both = norm * known[1]
+            if both and sum(map(mul, embedding, known[0])) / both >= self._threshold:
+                return position
+        return stop
+
+
+class _Texts:
+    """Kept chunks' shingles by position, with an inverted index once there are many.
+
+    The index maps each shingle to the ascending positions holding it, and keeps the
+    sizes sorted: a candidate probes only as many of its shingles as any near kept chunk
+    must meet, and verifies each kept chunk hit with the exact intersection.
+    """
+
+    def __init__(self, near: Callable[[int, int, int], bool], settings: Dedup) -> None:
+        self._near = near
         self._settings = settings
-        # Keyed by id and text: an escalated document may share its id with one of its chunks.
-        self._shingles: dict[tuple[str, str], Shingles] = {}
-        # By identity, holding both chunks so that their ids cannot be reused.
-        self._pairs: dict[tuple[int, int], tuple[Chunk, Chunk, bool]] = {}
+        self._sets: list[Shingles] = []
+        self._sizes_at: list[int] = []  # len(self._sets[p]), read once per hit
+        self._index: dict[int, list[int]] | None = None
+        self._sizes: list[int] = []  # sorted, of the indexed sets
+
+    def append(self, kept: Shingles) -> None:
+        self._sets.append(kept)
+        self._sizes_at.append(len(kept))
+        if self._index is None and len(self._sets) > _PAIRWISE:
+            self._index = {}
+            for position, each in enumerate(self._sets):
+                self._insert(position, each)
+        elif self._index is not None:
+            self._insert(len(self._sets) - 1, kept)
+
+    def _insert(self, position: int, kept: Shingles) -> None:
+        index = self._index
+        assert index is not None
+        get = index.get
+        for shingle in kept:
+            postings = get(shingle)
+            if postings is None:
+                index[shingle] = [position]
+            else:
+                postings.append(position)
+        insort(self._sizes, len(kept))
+
+    def truncate(self, length: int) -> None:
+        index = self._index
+        if index is not None:
+            # Positions were appended in ascending order: each is the tail of its postings.
+            for position in range(len(self._sets) - 1, length - 1, -1):
+                kept = self._sets[position]
+                for shingle in kept:
+                    postings = index[shingle]
+                    postings.pop()
+                    if not postings:
+                        del index[shingle]
+                del self._sizes[bisect_left(self._sizes, len(kept))]
+        del self._sets[length:]
+        del self._sizes_at[length:]
+
+    def first(self, mine: Shingles, start: int, stop: int) -> int:
+        """The first position in [start, stop) whose shingles `mine` is near; `stop` if none."""
+        if start >= stop:
+            return stop
+        if self._index is None:
+            return self._pairwise(mine, range(start, stop), stop)
+        size = len(mine)
+        least = self._least_overlap(size)
+        if least > size:
+            return stop
+        probes = size - least + 1  # any this many of mine meet every kept chunk near it
+        present = list(filter(None, map(self._index.get, mine)))  # postings are never empty
+        absent = size - len(present)
+        if absent >= probes:
+            return stop
+        present.sort(key=len)  # the shortest probes meet the fewest kept chunks
+        probed = probes - absent
+        unprobed = len(present) - probed  # a hit's overlap is at most its count plus these
+        hits = Counter(chain.from_iterable(present[:probed]))
+        survivors = self._bounded(size, unprobed, hits, start, stop)
+        if not survivors:
+            return stop
+        rest = present[probed:]
+        if sum(map(len, rest)) > len(survivors) * size:
+            return self._verified(mine, survivors, stop)
+        # Walking the other postings costs less than intersecting: it makes every count
+        # the exact overlap.
+        hits.update(chain.from_iterable(rest))
+        near, sizes = self._near, self._sizes_at
+        return next((p for p in survivors if near(hits[p], size, sizes[p])), stop)
+
+    def _bounded(
+        self, size: int, unprobed: int, hits: Counter[int], start: int, stop: int
+    ) -> list[int]:
+        """The hit positions in [start, stop), ascending, whose overlap bound (the hits
+        plus `unprobed`) could be near.
+
+        A loose test in floats first, one comparison per hit: a Jaccard of J needs an
+        overlap of J/(1+J)·(a+b) in real numbers, and the float ratio can pass the
+        threshold only within a relative 2**-52 of that, far inside the 1 allowed here.
+        The survivors are tested with the verdict's own predicate.
+        """
+        s, sizes, near = self._settings, self._sizes_at, self._near
+        contained = size + 1 if s.containment is None else self._contained(size) - unprobed
+        loose: list[int]
+        if s.jaccard is None:
+            loose = [p for p, count in hits.items() if count >= contained]
+        else:
+            factor = s.jaccard / (1 + s.jaccard)
+            base = factor * size - 1 - unprobed
+            loose = [
+                p
+                for p, count in hits.items()
+                if count >= contained or count >= base + factor * sizes[p]
+            ]
+        return sorted(
+            p
+            for p in loose
+            if start <= p < stop and near(min(hits[p] + unprobed, size, sizes[p]), size, sizes[p])
+        )
+
+    def _contained(self, size: int) -> int:
+        """The least overlap whose share of `size` reaches the containment threshold."""
+        threshold = self._settings.containment
+        assert threshold is not None
+        return _least(lambda o: o / size >= threshold, size)
+
+    def _verified(self, mine: Shingles, positions: Sequence[int], stop: int) -> int:
+        """The first of `positions` near `mine` by the exact intersection; `stop` if none."""
+        near, sets, size = self._near, self._sets, len(mine)
+        for position in positions:
+            theirs = sets[position]
+            if near(len(mine & theirs), size, len(theirs)):
+                return position
+        return stop
+
+    def _pairwise(self, mine: Shingles, positions: Sequence[int], stop: int) -> int:
+        """The first of `positions` near `mine`, each tested as the pairwise walk does:
+        by sizes first, then by the intersection."""
+        near, sets, size = self._near, self._sets, len(mine)
+        for position in positions:
+            theirs = sets[position]
+            if not near(min(size, len(theirs)), size, len(theirs)):
+                continue
+            if near(len(mine & theirs), size, len(theirs)):
+                return position
+        return stop
+
+    def _least_overlap(self, size: int) -> int:
+        """A lower bound on the shingles a candidate of `size` shares with any indexed
+        chunk it is near; `size + 1` when no indexed size allows a near pair.
+
+        Exact in floats: every need is found by bisection on the same predicate the
+        verdict uses (each ratio only grows with the overlap). Jaccard's need only grows
+        with the kept size where a near pair is possible at all, so the smallest indexed
+        size there gives its least; containment needs the kept side to hold that many.
+        """
+        s, sizes = self._settings, self._sizes
+        least = size + 1
+        if s.containment is not None:
+            need = self._contained(size)
+            if need <= size and sizes and sizes[-1] >= need:
+                least = need
+        if s.jaccard is not None:
+            # The smallest kept size b with a possible Jaccard: fl(b/size) >= threshold.
+            smallest = _least(lambda b: b / size >= s.jaccard, size)  # type: ignore[operator]
+            at = bisect_left(sizes, smallest)
+            if at < len(sizes):
+                theirs = sizes[at]
+                top = min(size, theirs)
+                need = _least(lambda o: o / (size + theirs - o) >= s.jaccard, top)  # type: ignore[operator]
+                least = min(least, need)
+        return least
+
+
+def _least(holds: Callable[[int], bool], top: int) -> int:
+    """The least o in 1..top with `holds(o)`, for `holds` monotone; top + 1 when none."""
+    low, high = 1, top + 1
+    while low < high:
+        middle = (low + high) // 2
+        if holds(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+class Deduplicator:
+    """Decides whether a candidate duplicates any kept chunk: the first kept chunk, in
+    order, whose embedding cosine or shingle Jaccard or containment reaches its threshold.
+
+    Built for one request's walks. It mirrors the kept sequence it was last given (the
+    packer extends it, a repack passes a prefix, escalation a new one: what differs is
+    truncated and rebuilt), and remembers per candidate the first duplicate among the
+    first L kept, so a repack costs a lookup. Memory is linear in what is kept.
+    """
+
+    def __init__(self, settings: Dedup, cache: ShingleCache | None = None) -> None:
+        """`cache`: shingles remembered across requests by text (`_textcache.shingle_cache`);
+        by default, this Deduplicator's own."""
+        self._settings = settings
+        self._cache = ShingleCache() if cache is None else cache
+        self._text = settings.jaccard is not None or settings.containment is not None
+        self._shingles: dict[str, Shingles] = {}
+        self._order: list[Chunk] = []
+        self._texts = _Texts(self._near, settings)
+        self._vectors = None if settings.cosine is None else _Vectors(settings.cosine)
+        # By identity, holding the candidate so that its id cannot be reused: (candidate,
+        # epoch, L, the first duplicate's position among the first L kept, L when none).
+        self._memo: dict[int, tuple[Chunk, int, int, int]] = {}
+        self._epoch = 0
 
     def _of(self, chunk: Chunk) -> Shingles:
-        key = (chunk.id, chunk.content)
-        cached = self._shingles.get(key)
+        text = chunk.content
+        cached = self._shingles.get(text)
         if cached is None:
-            cached = shingles(chunk.content, self._settings.shingle_size)
-            self._shingles[key] = cached
+            cached = self._cache.get(text, self._settings.shingle_size, shingles)
+            self._shingles[text] = cached
         return cached
 
     def duplicates(self, candidate: Chunk, kept: Sequence[Chunk]) -> Chunk | None:
         """The kept chunk `candidate` duplicates, or None."""
-        s = self._settings
-        if not kept or (s.jaccard is None and s.containment is None and s.cosine is None):
+        if not kept or (not self._text and self._vectors is None):
             return None
-        pairs = self._pairs
-        for other in kept:
-            known = pairs.get((id(candidate), id(other)))
-            if known is None or known[0] is not candidate or known[1] is not other:
-                known = (candidate, other, self._same(candidate, other))
-                pairs[id(candidate), id(other)] = known
-            if known[2]:
-                return other
-        return None
+        self._sync(kept)
+        stop = len(kept)
+        known = self._memo.get(id(candidate))
+        if known is not None and known[0] is candidate and known[1] == self._epoch:
+            _, _, looked, found = known
+            if found < looked or stop <= looked:
+                return kept[found] if found < stop else None
+            start = looked
+        else:
+            start = 0
+        found = self._first(candidate, start, stop)
+        self._memo[id(candidate)] = (candidate, self._epoch, stop, found)
+        return kept[found] if found < stop else None
 
-    def _same(self, candidate: Chunk, other: Chunk) -> bool:
-        """Whether `candidate` is a near-duplicate of the kept chunk `other`."""
-        s = self._settings
-        if (
-            s.cosine is not None
-            and candidate.embedding is not None
-            and other.embedding is not None
-            and cosine(candidate.embedding, other.embedding) >= s.cosine
-        ):
-            return True
-        if s.jaccard is None and s.containment is None:
-            return False
+    def _sync(self, kept: Sequence[Chunk]) -> None:
+        """Mirror `kept`: extend by what it adds, or truncate at its first difference.
+
+        Equal chunks stand for each other (same text and embedding, so same verdicts);
+        the chunk returned is always the caller's.
+        """
+        order = self._order
+        common = min(len(order), len(kept))
+        head = kept[:common]
+        # Compared in C, by identity first: a list only equals a list.
+        if order[:common] != (head if isinstance(head, list) else list(head)):
+            self._truncate(next(i for i in range(common) if order[i] != kept[i]))
+        if len(kept) > len(order):
+            for chunk in kept[len(order) :]:
+                order.append(chunk)
+                if self._text:
+                    self._texts.append(self._of(chunk))
+                if self._vectors is not None:
+                    self._vectors.append(chunk.embedding)
+
+    def _truncate(self, length: int) -> None:
+        del self._order[length:]
+        self._texts.truncate(length)
+        if self._vectors is not None:
+            self._vectors.truncate(length)
+        self._epoch += 1  # what was found among the first L kept no longer stands
+
+    def _first(self, candidate: Chunk, start: int, stop: int) -> int:
+        """The first position in [start, stop) of a kept chunk `candidate` duplicates."""
+        if self._vectors is not None and candidate.embedding is not None:
+            stop_text = self._vectors.first(candidate.embedding, start, stop)
+        else:
+            stop_text = stop
+        if not self._text or start >= stop_text:
+            return stop_text
         mine = self._of(candidate)
         if not mine:
-            return False
-        theirs = self._of(other)
-        # Both ratios only grow with the shingles shared, and float division is monotonic:
-        # when sharing all of the smaller set would fall short, no intersection is needed.
-        if not self._near(min(len(mine), len(theirs)), len(mine), len(theirs)):
-            return False
-        return self._near(len(mine & theirs), len(mine), len(theirs))
+            return stop_text
+        return self._texts.first(mine, start, stop_text)
 
     def _near(self, shared: int, mine: int, theirs: int) -> bool:
         """Whether sets of `mine` and `theirs` shingles sharing `shared` are near-duplicates."""
