@@ -41,10 +41,15 @@ from langchain_core.messages import (
 from langchain_core.prompt_values import PromptValue
 from pydantic import ValidationError
 
-from ctxbudget import InputError, Role, TokenCounter, TrimmedHistory, Turn, neutralise_section
-
-# Workaround: the core's note is not exported yet (see the report); its text stays the core's.
-from ctxbudget._result import CONVERSATION_START
+from ctxbudget import (
+    CONVERSATION_START,
+    InputError,
+    Role,
+    TokenCounter,
+    TrimmedHistory,
+    Turn,
+    neutralise_section,
+)
 from langchain_ctxbudget._content import Parts
 from langchain_ctxbudget._langchain import parts_of, problem, sent_message
 

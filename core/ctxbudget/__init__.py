@@ -29,6 +29,7 @@ from ctxbudget._models import ModelInfo, resolve_model
 from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
 from ctxbudget._report import Dropped, Report, SummarySpan
 from ctxbudget._result import (
+    CONVERSATION_START,
     AnthropicMessage,
     AnthropicPrompt,
     AnthropicTool,
@@ -74,6 +75,7 @@ _logging.getLogger("ctxbudget").addHandler(_logging.NullHandler())
 __all__ = [
     "CLAIMANTS",
     "CONTEXT_WINDOWS",
+    "CONVERSATION_START",
     "INGEST_COUNT_KEYS",
     "NO_SCOPE",
     "AccessPolicy",
