@@ -205,26 +205,35 @@ def test_max_tokens_above_llamaindex_helper_room_is_refused_before_any_call() ->
     assert not llm.prompts
 
 
+def helper_engine(
+    llm: RecordingLLM, helper: PromptHelper, template: PromptTemplate | None = None
+) -> BaseQueryEngine:
+    """A compact query engine packing with LlamaIndex's `helper` (and its own QA template)."""
+    synthesizer = get_response_synthesizer(
+        llm=llm,
+        response_mode=ResponseMode.COMPACT,
+        prompt_helper=helper,
+        text_qa_template=template,
+    )
+    return build_index().as_query_engine(
+        llm=llm,
+        similarity_top_k=FACTS,
+        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
+        response_synthesizer=synthesizer,
+    )
+
+
 def test_llamaindex_helper_counting_more_than_the_postprocessor_is_refused(
     o200k: TiktokenTokenizer,
 ) -> None:
     # Settings.tokenizer counting twice what the postprocessor counts: the default budget is
     # sized in the postprocessor's tokens, LlamaIndex's helper would cut in its own.
     llm = recording_llm(5, window=2_000, reserve=RESERVE)
-    index = build_index()
     double = PromptHelper.from_llm_metadata(
         llm.metadata, tokenizer=lambda text: o200k.encoding.encode(text) * 2
     )
-    query_engine = index.as_query_engine(
-        llm=llm,
-        similarity_top_k=FACTS,
-        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
-        response_synthesizer=get_response_synthesizer(
-            llm=llm, response_mode=ResponseMode.COMPACT, prompt_helper=double
-        ),
-    )
     with pytest.raises(InputError, match=r"set Settings.tokenizer to the postprocessor's"):
-        query_engine.query("When do they open?")
+        helper_engine(llm, double).query("When do they open?")
     assert not llm.prompts
 
 
@@ -237,17 +246,7 @@ def test_long_own_template_under_llamaindex_helper_leaves_every_source_fenced(
         "You answer from the facts below. " * 120 + "\n{context_str}\nQuestion: {query_str}\n"
     )
     helper = PromptHelper.from_llm_metadata(llm.metadata, tokenizer=o200k.encoding.encode)
-    query_engine = build_index().as_query_engine(
-        llm=llm,
-        similarity_top_k=FACTS,
-        node_postprocessors=[ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)],
-        response_synthesizer=get_response_synthesizer(
-            llm=llm,
-            response_mode=ResponseMode.COMPACT,
-            prompt_helper=helper,
-            text_qa_template=template,
-        ),
-    )
+    query_engine = helper_engine(llm, helper, template)
     response = query_engine.query("When do they open?")
     assert response.source_nodes
     assert_what_was_sent_is_what_was_cited(llm, response, o200k)
