@@ -195,22 +195,27 @@ class ContextBudgetMemory(BaseChatStoreMemory):
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
     ) -> list[ChatMessage]:
         """`get` for async callers: the summariser's ``acomplete`` in the core's two passes
-        (README "Summaries"): the first finds the runs that need a summary, the second uses
-        the summaries awaited in between."""
+        (README "Summaries"): the first records what the core asks to summarise, the second
+        uses the summaries awaited in between."""
         self._remember(input)
         given = self._conversation(await self.aget_all(), kwargs)
         if self._summarizer is None:
             return sent_messages(given, self._trim(given, initial_token_count, None))
         llm = self._summarizer
-        first = self._trim(given, initial_token_count, lambda turns: None, report=False)
+        # What the first pass asks for is what the second asks again: the run's turns, or
+        # with rolling_summaries the earlier summary and the turns after it.
+        asked: list[tuple[Turn, ...]] = []
+
+        def record(turns: Sequence[Turn]) -> None:
+            asked.append(tuple(turns))
+
+        self._trim(given, initial_token_count, record, report=False)
         written: dict[tuple[Turn, ...], str | Exception] = {}
-        for span in first.summaries:
-            if span.outcome == "none":
-                covered = tuple(given.turns[span.start : span.stop])
-                try:
-                    written[covered] = (await llm.acomplete(self._prompt(covered))).text
-                except Exception as error:  # the core reports it and leaves the gap marker
-                    written[covered] = error
+        for covered in asked:
+            try:
+                written[covered] = (await llm.acomplete(self._prompt(covered))).text
+            except Exception as error:  # the core reports it and leaves the gap marker
+                written[covered] = error
 
         def summarize(turns: Sequence[Turn]) -> str | None:
             text = written.get(tuple(turns))

@@ -264,6 +264,23 @@ def test_async_summaries_are_awaited_between_two_passes(o200k: TiktokenTokenizer
     assert len(writer.prompts) == 1
 
 
+def test_async_rolling_summaries_stand_where_the_marker_would(o200k: TiktokenTokenizer) -> None:
+    # With rolling_summaries, once the run's end moves the core asks for the earlier summary
+    # and the new turns: the second pass must find what the first asked, not the run's turns.
+    writer = RecordingChatLLM(answer="Rolling summary.")
+    options = HistoryOptions(rolling_summaries=True, summary_headroom=0)
+    kept = memory(400, summarize=writer, options=options)
+    stored = chat(40)
+    for turns in (30, 40):
+        kept.set(stored[: 2 * turns])
+        history = asyncio.run(kept.aget())
+        check_history(stored[: 2 * turns], history, limit=400, count=count_with(o200k))
+        [summary] = [m.content for m in history if SUMMARY.fullmatch(m.content or "")]
+        assert (summary or "").endswith(" earlier messages: Rolling summary.]")
+    assert len(writer.prompts) == 2
+    assert "Rolling summary." in writer.prompts[1]
+
+
 class FailingLLM(RecordingChatLLM):
     def complete(self, prompt: str, formatted: bool = False, **kwargs: object) -> object:  # type: ignore[override]
         raise RuntimeError("the summariser is down")
