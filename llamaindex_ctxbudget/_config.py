@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from llama_index.core.base.llms.types import LLMMetadata
 from llama_index.core.constants import DEFAULT_NUM_OUTPUTS
+from llama_index.core.llms import LLM
 
 from ctxbudget import (
     Budget,
@@ -18,9 +19,11 @@ from ctxbudget import (
     InputError,
     SourceOptions,
     Tokenizer,
+    TokenizerError,
+    get_tokenizer,
 )
 
-__all__ = ["budget_for", "build_assembler", "num_output_of"]
+__all__ = ["budget_for", "build_assembler", "llm_tokenizer", "num_output_of"]
 
 
 def build_assembler(
@@ -30,14 +33,14 @@ def build_assembler(
     sources: SourceOptions | None,
     budget: Budget | None = None,
     history: HistoryOptions | None = None,
+    llm: LLM | None = None,
 ) -> ContextAssembler:
-    """`assembler` itself, or one built from `tokenizer`, `sources`, `budget` and `history`."""
+    """`assembler` itself, or one built from `tokenizer` (by default the tokenizer the `llm`'s
+    model name resolves to, README "Counting other models"), `sources`, `budget` and
+    `history`."""
     if assembler is None:
         if tokenizer is None:
-            raise InputError(
-                "pass tokenizer= (the model's tokenizer, e.g. tokenizer='gpt-4o') or "
-                "assembler=ContextAssembler(...)"
-            )
+            tokenizer = llm_tokenizer(llm)
         return ContextAssembler(
             tokenizer=tokenizer, budget=budget, sources=sources, history=history
         )
@@ -47,6 +50,25 @@ def build_assembler(
             "assembler already has its tokenizer, source and history options and budget"
         )
     return assembler
+
+
+def llm_tokenizer(llm: LLM | None) -> Tokenizer:
+    """The tokenizer `llm`'s ``metadata.model_name`` resolves to (`ctxbudget.get_tokenizer`:
+    provider prefixes, Ollama tags and Bedrock ids read as for every other name)."""
+    if llm is None:
+        raise InputError(
+            "pass tokenizer= (the model's tokenizer, e.g. tokenizer='gpt-4o'), llm= (whose "
+            "model name names it) or assembler=ContextAssembler(...)"
+        )
+    name = llm.metadata.model_name
+    try:
+        return get_tokenizer(name)
+    except TokenizerError as error:
+        raise TokenizerError(
+            f"{type(llm).__name__}'s model name {name!r} names no tokenizer ctxbudget can "
+            f"count with ({error}); pass tokenizer=... (a model or encoding name, or a "
+            "Tokenizer)"
+        ) from None
 
 
 def num_output_of(metadata: LLMMetadata) -> int:

@@ -157,7 +157,9 @@ class ContextBudgetMemory(BaseChatStoreMemory):
                 once per run of them; a failure leaves the gap marker.
             summary_prompt: its prompt, with ``{conversation}`` where the messages go.
         """
-        built = build_assembler(assembler, tokenizer=tokenizer, sources=None, history=options)
+        built = build_assembler(
+            assembler, tokenizer=tokenizer, sources=None, history=options, llm=llm
+        )
         if token_limit is None:
             token_limit = _limit_of(built.budget if llm is None else budget_for(llm.metadata))
         memory = cls(

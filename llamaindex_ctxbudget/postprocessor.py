@@ -216,7 +216,9 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
             "callback_manager": callback_manager or CallbackManager(),
         }
         super().__init__(**fields)
-        built = build_assembler(assembler, tokenizer=tokenizer, sources=sources, budget=budget)
+        built = build_assembler(
+            assembler, tokenizer=tokenizer, sources=sources, budget=budget, llm=llm
+        )
         self._tokenizer = built.counter.tokenizer
         self._options = built.sources
         if docstore is not None:

@@ -21,7 +21,7 @@ from ctxbudget import (
     TokenCounter,
     Tokenizer,
 )
-from llamaindex_ctxbudget._config import build_assembler, num_output_of
+from llamaindex_ctxbudget._config import build_assembler, llm_tokenizer, num_output_of
 from llamaindex_ctxbudget._packing import SEPARATOR, Packed, Unit, pack, read
 from llamaindex_ctxbudget._room import context_copies, template_tokens
 from llamaindex_ctxbudget.events import ContextPackedEvent, dispatcher
@@ -128,8 +128,11 @@ class ContextBudgetPromptHelper(PromptHelper):
         sources: SourceOptions | None = None,
         chunk_size_limit: int | None = None,
     ) -> ContextBudgetPromptHelper:
-        """A helper sized to `llm`'s ``metadata.context_window`` and ``num_output``."""
+        """A helper sized to `llm`'s ``metadata.context_window`` and ``num_output``, counting
+        with `tokenizer`, else the tokenizer `llm`'s model name resolves to."""
         metadata = llm.metadata
+        if assembler is None and tokenizer is None:
+            tokenizer = llm_tokenizer(llm)
         return cls(
             assembler,
             tokenizer=tokenizer,

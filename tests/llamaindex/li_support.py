@@ -93,10 +93,16 @@ class RecordingChatLLM(CustomLLM):
     window: int = 4_096
     reserve: int = 256
     answer: str = "Answer {n}."
+    model: str = "unknown"
 
     @property
     def metadata(self) -> LLMMetadata:
-        return LLMMetadata(context_window=self.window, num_output=self.reserve, is_chat_model=True)
+        return LLMMetadata(
+            context_window=self.window,
+            num_output=self.reserve,
+            is_chat_model=True,
+            model_name=self.model,
+        )
 
     def _reply(self) -> str:
         return self.answer.replace("{n}", str(len(self.calls) + len(self.prompts)))

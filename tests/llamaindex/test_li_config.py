@@ -5,8 +5,21 @@ from __future__ import annotations
 import pytest
 from llama_index.core.base.llms.types import LLMMetadata
 
-from ctxbudget import Budget, ContextAssembler, InputError, SourceOptions
+from ctxbudget import (
+    Budget,
+    ContextAssembler,
+    InputError,
+    SourceOptions,
+    TokenizerError,
+    count_method_of,
+)
+from llamaindex_ctxbudget import (
+    ContextBudgetMemory,
+    ContextBudgetPostprocessor,
+    ContextBudgetPromptHelper,
+)
 from llamaindex_ctxbudget._config import budget_for, build_assembler, num_output_of
+from tests.llamaindex.li_support import RecordingChatLLM
 
 
 def test_build_assembler_from_its_arguments() -> None:
@@ -50,3 +63,29 @@ def test_num_output_known_is_kept() -> None:
 def test_budget_for_sizes_the_window() -> None:
     budget = budget_for(LLMMetadata(context_window=32_000, num_output=2_000))
     assert budget == Budget.for_context_window(32_000, reserve_output=2_000)
+
+
+@pytest.mark.parametrize(
+    ("model", "method"),
+    [
+        ("gpt-4o", "tiktoken:o200k_base"),
+        ("openai:gpt-4.1-mini", "tiktoken:o200k_base"),
+        ("claude-sonnet-4-5", "estimate:claude-v3"),
+    ],
+)
+def test_components_take_the_tokenizer_the_llms_model_name_resolves_to(
+    model: str, method: str
+) -> None:
+    llm = RecordingChatLLM(model=model)
+    built = [
+        ContextBudgetPostprocessor(llm=llm)._tokenizer,
+        ContextBudgetMemory.from_defaults(llm=llm)._assembler.counter.tokenizer,
+        ContextBudgetPromptHelper.from_llm(llm)._assembler.counter.tokenizer,
+    ]
+    assert [count_method_of(t).label for t in built] == [method] * 3
+
+
+def test_llm_whose_model_name_names_no_tokenizer_says_to_pass_one() -> None:
+    llm = RecordingChatLLM(model="unknown")
+    with pytest.raises(TokenizerError, match=r"RecordingChatLLM's model name 'unknown' .* pass "):
+        ContextBudgetPostprocessor(llm=llm)
