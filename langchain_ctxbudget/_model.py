@@ -54,6 +54,11 @@ def model_tokenizer(chat_model: BaseChatModel, *, where: str) -> Tokenizer:
         raise TokenizerError(f"{error}; or pass tokenizer=... to {where}") from None
 
 
+def _num_ctx(chat_model: BaseChatModel) -> object:
+    """The context window an Ollama chat model asks its server for (``num_ctx``), if set."""
+    return getattr(chat_model, "num_ctx", None)
+
+
 def model_budget(
     chat_model: BaseChatModel,
     *,
@@ -62,11 +67,12 @@ def model_budget(
     layout: Callable[..., Budget] = Budget.for_context_window,
 ) -> Budget:
     """`layout` (`Budget.for_context_window`, or `Budget.for_agent` for an agent's calls) of
-    the model's window: its ``profile["max_input_tokens"]``, else the window `resolve_model`
-    knows for its name; a `BudgetError` saying what to pass when neither is known."""
-    window = (chat_model.profile or {}).get("max_input_tokens")
-    if isinstance(window, int):
-        return layout(window, reserve_output=reserve_output)
+    the model's window: its ``profile["max_input_tokens"]``, else the window its server was
+    set to (``num_ctx``, as ChatOllama holds it), else the window `resolve_model` knows for
+    its name; a `BudgetError` saying what to pass when none is known."""
+    for window in ((chat_model.profile or {}).get("max_input_tokens"), _num_ctx(chat_model)):
+        if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+            return layout(window, reserve_output=reserve_output)
     name = model_name(chat_model)
     if name is not None:
         try:
@@ -76,10 +82,11 @@ def model_budget(
         if window is not None:
             return layout(window, reserve_output=reserve_output)
     raise BudgetError(
-        f"{type(chat_model).__name__} has no profile['max_input_tokens'] and its model "
+        f"{type(chat_model).__name__} has no profile['max_input_tokens'] or num_ctx, and its model "
         f"({name!r}) has no window ctxbudget knows (an Ollama or vLLM model's is its "
         "server's setting), so its context window is unknown; pass "
-        "profile={'max_input_tokens': ...} to the chat model, or build "
+        "profile={'max_input_tokens': ...} (or num_ctx=... to ChatOllama) to the chat model, "
+        "or build "
         f"{where} from a ContextAssembler(budget="
         "Budget.for_context_window(<tokens>, reserve_output=...), tokenizer=...)"
     )

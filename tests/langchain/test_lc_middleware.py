@@ -407,7 +407,7 @@ def test_for_model_middleware_without_a_window_is_an_error() -> None:
     model = RecordingChatModel(model_name="ollama:llama3.1:8b")
     with pytest.raises(
         BudgetError,
-        match=r"RecordingChatModel has no profile\['max_input_tokens'\] and its model "
+        match=r"RecordingChatModel has no profile\['max_input_tokens'\] or num_ctx, and its model "
         r"\('ollama:llama3.1:8b'\) has no window .* build ContextBudgetMiddleware from a "
         "ContextAssembler",
     ):
@@ -447,3 +447,13 @@ def test_middleware_without_langchain_says_what_to_install() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert "pip install 'langchain>=1.0,<2'" in out
+
+
+def test_for_model_middleware_of_an_ollama_model_takes_the_window_its_server_is_set_to() -> None:
+    class Ollama(RecordingChatModel):
+        num_ctx: int = 32_768
+
+    middleware = ContextBudgetMiddleware.for_model(
+        Ollama(model_name="llama3.1:8b"), reserve_output=1_000, tokenizer="o200k_base"
+    )
+    assert middleware.assembler.budget == Budget.for_agent(32_768, reserve_output=1_000)
