@@ -35,6 +35,7 @@ from llama_index.core.schema import (
 )
 from llama_index.core.settings import Settings
 from llama_index.core.storage.docstore.types import BaseDocumentStore
+from llama_index.core.utilities.token_counting import TokenCounter as LlamaTokenCounter
 
 from ctxbudget import (
     NO_SCOPE,
@@ -394,14 +395,27 @@ class _Packing:
     """How the query engine calling a postprocessor packs its sources: LlamaIndex's own
     `PromptHelper`, with the synthesizer's templates and LLM, counting with its tokenizer."""
 
-    templates: tuple[BasePromptTemplate, ...]
+    templates: tuple[BasePromptTemplate, ...] | None
+    """None: LlamaIndex's default templates (a chat engine's, with its history)."""
     count: Callable[[str], int]
     llm: LLM
 
 
 def _packing_of(engine: object | None) -> _Packing | None:
     """The packing of `engine`'s synthesizer when it is LlamaIndex's own `PromptHelper`;
-    None for `ContextBudgetPromptHelper` (it never cuts) or an engine without one."""
+    None for `ContextBudgetPromptHelper` (it never cuts) or an engine without one. A chat
+    engine builds its synthesizer after postprocessing, from ``Settings.prompt_helper`` or a
+    new helper counting with ``Settings.tokenizer``, with its default prompts (others are
+    refused, `_refuse_unsized_chat`)."""
+    if isinstance(engine, _HISTORY_ENGINES):
+        chat_helper = Settings._prompt_helper
+        if isinstance(chat_helper, ContextBudgetPromptHelper):
+            return None
+        if isinstance(chat_helper, PromptHelper):
+            count = chat_helper._token_counter.get_string_tokens
+        else:
+            count = LlamaTokenCounter().get_string_tokens
+        return _Packing(None, count, engine._llm)
     synthesizer = getattr(engine, "_response_synthesizer", None)
     helper = getattr(synthesizer, "_prompt_helper", None)
     llm = getattr(synthesizer, "_llm", None)

@@ -749,3 +749,27 @@ def test_text_a_later_postprocessor_rewrites_is_sent_fenced_as_untrusted(
         assert "untrusted" in prompt[start:end]
     outside = re.sub(r"<retrieved_documents>.*?</retrieved_documents>", "", prompt, flags=re.S)
     assert "Rewritten" not in outside
+
+
+@pytest.mark.parametrize("cls", CHAT_ENGINES)
+def test_chat_engine_whose_llamaindex_helper_counts_more_is_refused(
+    cls: type[ContextChatEngine | CondensePlusContextChatEngine], o200k: TiktokenTokenizer
+) -> None:
+    # Linked to its memory, default prompts, but LlamaIndex's helper counts twice what the
+    # postprocessor counts: it would cut in its own tokens.
+    llm = recording_llm(5, window=2_000, reserve=256)
+    Settings.prompt_helper = PromptHelper.from_llm_metadata(
+        llm.metadata, tokenizer=lambda text: o200k.encoding.encode(text) * 2
+    )
+    memory = long_chat_memory("ContextBudgetMemory", llm, o200k)
+    engine = cls.from_defaults(
+        build_index().as_retriever(similarity_top_k=FACTS),
+        llm=llm,
+        memory=memory,
+        node_postprocessors=[
+            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
+        ],
+    )
+    with pytest.raises(InputError, match=r"set Settings.tokenizer to the postprocessor's"):
+        engine.chat("When do the warehouses open?")
+    assert not [p for p in llm.prompts if FENCE_OPEN in p]
