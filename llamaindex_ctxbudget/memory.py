@@ -149,8 +149,9 @@ class ContextBudgetMemory(BaseChatStoreMemory):
         Args:
             llm: the LLM whose window sizes `token_limit` when it is not given: the history
                 allocation of the budget the postprocessor derives from the same window.
-            tokenizer: the model's tokenizer; or pass `assembler`, whose budget's history
-                allocation is the limit when neither `token_limit` nor `llm` is given.
+            tokenizer: the model's tokenizer (by default the one `llm`'s model name names);
+                or pass `assembler`, whose budget's history allocation is the limit when
+                neither `token_limit` nor `llm` is given.
             options: tool-result clearing and summaries (`HistoryOptions`).
             summarize: an LLM that writes the summary of messages left out (``complete``,
                 or ``acomplete`` in `aget`), called only when messages are left out and

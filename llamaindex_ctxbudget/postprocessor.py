@@ -202,7 +202,8 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         Args:
             assembler: the tokenizer, source options and budget; or pass `tokenizer`
                 (and optionally `sources`, `budget`) to build one.
-            llm: the LLM whose window sizes the budget when no budget is given.
+            llm: the LLM whose window sizes the budget when no budget is given, and whose
+                model name names the tokenizer when neither `tokenizer` nor `assembler` is.
             docstore: enables whole-document escalation through `DocstoreLoader`
                 (it replaces ``sources.loader``) and supplies source documents' metadata.
             memory: the memory of the chat engine this postprocessor serves: the sources
