@@ -392,6 +392,26 @@ def long_chat_memory(name: str, llm: RecordingLLM, o200k: TiktokenTokenizer) -> 
     return ChatMemoryBuffer.from_defaults(token_limit=1_500, tokenizer_fn=o200k.encoding.encode)
 
 
+def linked_engine(
+    cls: type[ContextChatEngine | CondensePlusContextChatEngine],
+    llm: RecordingLLM,
+    memory: BaseMemory,
+    *,
+    top_k: int = FACTS + 1,
+    **own: str,
+) -> ContextChatEngine | CondensePlusContextChatEngine:
+    """A chat engine whose postprocessor is given its memory (and the engine's `own` prompts)."""
+    return cls.from_defaults(
+        build_index().as_retriever(similarity_top_k=top_k),
+        llm=llm,
+        memory=memory,
+        node_postprocessors=[
+            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
+        ],
+        **own,  # type: ignore[arg-type]
+    )
+
+
 def check_long_chat(
     engine: ContextChatEngine | CondensePlusContextChatEngine,
     llm: RecordingLLM,
@@ -439,13 +459,7 @@ def test_long_chat_sends_every_source_fenced_with_its_own_number(
     llm = recording_llm(5, window=4_096, reserve=1_024)
     use_helper(helper, llm, o200k)
     memory = long_chat_memory(memory_kind, llm, o200k)
-    postprocessor = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
-    engine = cls.from_defaults(
-        build_index().as_retriever(similarity_top_k=FACTS + 1),
-        llm=llm,
-        memory=memory,
-        node_postprocessors=[postprocessor],
-    )
+    engine = linked_engine(cls, llm, memory)
     check_long_chat(engine, llm, o200k)
 
 
@@ -494,14 +508,7 @@ def test_long_chat_async_sends_every_source_fenced(helper: str, o200k: TiktokenT
     llm = recording_llm(5, window=4_096, reserve=1_024)
     use_helper(helper, llm, o200k)
     memory = long_chat_memory("ContextBudgetMemory", llm, o200k)
-    engine = CondensePlusContextChatEngine.from_defaults(
-        build_index().as_retriever(similarity_top_k=FACTS + 1),
-        llm=llm,
-        memory=memory,
-        node_postprocessors=[
-            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
-        ],
-    )
+    engine = linked_engine(CondensePlusContextChatEngine, llm, memory)
 
     async def run() -> list[RESPONSE_TYPE]:
         return [
@@ -525,14 +532,7 @@ def test_condensed_long_message_leaves_its_sources_fenced(
     llm = recording_llm(5, window=4_096, reserve=256)
     use_helper(helper, llm, o200k)
     memory = ContextBudgetMemory.from_defaults(tokenizer="o200k_base", token_limit=2_300)
-    engine = CondensePlusContextChatEngine.from_defaults(
-        build_index().as_retriever(similarity_top_k=FACTS + 1),
-        llm=llm,
-        memory=memory,
-        node_postprocessors=[
-            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
-        ],
-    )
+    engine = linked_engine(CondensePlusContextChatEngine, llm, memory)
     for turn in range(8):
         before = len(llm.prompts)
         response = engine.chat(f"Question {turn}: when do they open?{RAMBLING * 3}")
@@ -554,14 +554,7 @@ def test_llamaindex_helper_with_llamaindex_memory_is_refused(
     llm = recording_llm(5, window=4_096, reserve=1_024)
     use_helper("llamaindex", llm, o200k)
     memory = long_chat_memory("ChatMemoryBuffer", llm, o200k)
-    engine = cls.from_defaults(
-        build_index().as_retriever(similarity_top_k=FACTS + 1),
-        llm=llm,
-        memory=memory,
-        node_postprocessors=[
-            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
-        ],
-    )
+    engine = linked_engine(cls, llm, memory)
     with pytest.raises(InputError, match=r"memory= is a ChatMemoryBuffer, .* use ContextBudget"):
         engine.chat("When do the warehouses open?")
     assert not any(FENCE_OPEN in prompt for prompt in llm.prompts)
@@ -686,15 +679,7 @@ def test_chat_engine_with_own_prompts_under_llamaindex_helper_is_refused(
     llm = recording_llm(5, window=4_096, reserve=1_024)
     use_helper("llamaindex", llm, o200k)
     memory = long_chat_memory("ContextBudgetMemory", llm, o200k)
-    engine = cls.from_defaults(
-        build_index().as_retriever(similarity_top_k=3),
-        llm=llm,
-        memory=memory,
-        node_postprocessors=[
-            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
-        ],
-        **own,  # type: ignore[arg-type]
-    )
+    engine = linked_engine(cls, llm, memory, top_k=3, **own)
     with pytest.raises(InputError, match=r"has a system prompt or templates of its own"):
         engine.chat("When do the warehouses open?")
     assert not llm.prompts
@@ -762,14 +747,7 @@ def test_chat_engine_whose_llamaindex_helper_counts_more_is_refused(
         llm.metadata, tokenizer=lambda text: o200k.encoding.encode(text) * 2
     )
     memory = long_chat_memory("ContextBudgetMemory", llm, o200k)
-    engine = cls.from_defaults(
-        build_index().as_retriever(similarity_top_k=FACTS),
-        llm=llm,
-        memory=memory,
-        node_postprocessors=[
-            ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, memory=memory)
-        ],
-    )
+    engine = linked_engine(cls, llm, memory, top_k=FACTS)
     with pytest.raises(InputError, match=r"set Settings.tokenizer to the postprocessor's"):
         engine.chat("When do the warehouses open?")
     assert not [p for p in llm.prompts if FENCE_OPEN in p]
