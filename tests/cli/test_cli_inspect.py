@@ -84,11 +84,16 @@ def test_inspect_with_history_sends_the_turns(cli: Run, chunks_file: str, tmp_pa
     assert data["report"]["sizes"]["history"] > 0
 
 
-def test_inspect_view_lists_sources_and_drops(cli: Run, chunks_file: str) -> None:
-    ran = cli("inspect", chunks_file, "-q", "Refunds?", "--tenant", "acme", "--as", "support")
+def test_inspect_view_lists_sources_and_drops(
+    cli: Run, chunks_file: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A relative path, so the title is not cut to the terminal's width wherever tmp_path is.
+    monkeypatch.chdir(Path(chunks_file).parent)
+    name = Path(chunks_file).name
+    ran = cli("inspect", name, "-q", "Refunds?", "--tenant", "acme", "--as", "support")
 
     assert ran.code == 0
-    assert f"ctxbudget inspect {chunks_file}" in ran.out
+    assert f"ctxbudget inspect {name}" in ran.out
     assert "\n[1] Refunds — Payment ⚠ OCR confidence 0.9\n" in ran.out
     assert "3 chunks, 0 history turns" in ran.out
     assert "minutes" in ran.out.split("Dropped: 1", 1)[1]
