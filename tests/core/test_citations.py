@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,6 +9,7 @@ from pydantic import ValidationError
 
 from ctxbudget import Chunk, CitationCheck, ContextAssembler
 from ctxbudget._citations import check_citations, cited_numbers
+from tests.cputime import paired_times
 
 # --- cited_numbers --------------------------------------------------------------------------
 
@@ -299,15 +298,6 @@ def test_cited_numbers_wild_ranges_cite_nothing(start: int, span: int, dash: str
 # --- linear time on hostile answers --------------------------------------------------------------
 
 
-def _best_time(text: str) -> float:
-    best = float("inf")
-    for _ in range(3):
-        began = time.perf_counter()
-        cited_numbers(text)
-        best = min(best, time.perf_counter() - began)
-    return best
-
-
 @pytest.mark.parametrize(
     "unit",
     [
@@ -324,4 +314,5 @@ def test_cited_numbers_hostile_answer_costs_about_an_ordinary_one(unit: str) -> 
     size = 200_000
     ordinary = ("Refunds take 14 days [1]. Store credit never expires [2, 3]. " * size)[:size]
     hostile = (unit * size)[:size]
-    assert _best_time(hostile) < 50 * _best_time(ordinary)
+    hostile_seconds, ordinary_seconds = paired_times(cited_numbers, hostile, ordinary)
+    assert hostile_seconds < 50 * ordinary_seconds

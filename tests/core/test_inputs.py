@@ -6,10 +6,8 @@ import copy
 import enum
 import inspect
 import json
-import math
 import pickle
 import pydoc
-import time
 from collections.abc import Callable
 from datetime import date
 from typing import Any
@@ -21,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from ctxbudget import Chunk, Principal, Tool, Turn
 from ctxbudget._inputs import Role, check_text
+from tests.cputime import paired_times
 from tests.factories import chunk
 
 SURROGATE_MESSAGE = r"\n\s+Value error, contains a lone surrogate U\+D800 at index 2"
@@ -732,15 +731,6 @@ def test_tool_parameters_reject_shared_lists_that_expand_past_the_value_limit() 
     assert len(str(caught.value)) < 1_000  # the error does not repr its input
 
 
-def shape_seconds(parameters: dict[str, Any]) -> float:
-    best = math.inf
-    for _ in range(3):
-        start = time.perf_counter()
-        Tool(name="search", parameters=parameters)
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def test_tool_parameters_deep_nesting_costs_no_more_than_flat() -> None:
     # Same number of containers and of scalars; only the shape differs. A path copied
     # per level would make the deep shape about 30 times slower.
@@ -751,10 +741,13 @@ def test_tool_parameters_deep_nesting_costs_no_more_than_flat() -> None:
         return value
 
     n = 20_000
-    flat = {"properties": {f"p{i}": {"type": "string"} for i in range(n)}}
-    deep = {"properties": {f"p{i}": chain() for i in range(n // 62)}}
+    flat: dict[str, Any] = {"properties": {f"p{i}": {"type": "string"} for i in range(n)}}
+    deep: dict[str, Any] = {"properties": {f"p{i}": chain() for i in range(n // 62)}}
 
-    assert shape_seconds(deep) < 4 * shape_seconds(flat)
+    deep_seconds, flat_seconds = paired_times(
+        lambda parameters: Tool(name="search", parameters=parameters), deep, flat
+    )
+    assert deep_seconds < 4 * flat_seconds
 
 
 json_data = st.recursive(

@@ -15,8 +15,6 @@ seconds where a linear one takes milliseconds, so the margins are wide.
 
 from __future__ import annotations
 
-import gc
-import time
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -25,42 +23,13 @@ from ctxbudget import Allocation, Budget, CallableTokenizer, Chunk, ContextAssem
 from ctxbudget._fence import is_blank, neutralise, neutralise_section, removable_bytes
 from ctxbudget._scan import scan_for_instructions
 from tests.conftest import fake_count
+from tests.cputime import paired_times
 
 SIZE = 16_000
 """Characters of the smaller text; the larger is four times as long."""
 
 MAX_RATIO = 20.0
 MAX_GROWTH = 8.0
-
-
-def calls_for(function: Callable[[str], object], text: str) -> int:
-    """How many calls of `function(text)` take 2 ms at least, so a timer tick is noise."""
-    calls = 1
-    while True:
-        start = time.process_time()
-        for _ in range(calls):
-            function(text)
-        if time.process_time() - start >= 0.002:
-            return calls
-        calls *= 4
-
-
-def paired_times(function: Callable[[str], object], first: str, second: str) -> tuple[float, float]:
-    """The best per-call CPU times of `function` on `first` and on `second`, measured in
-    alternation (so whatever slows the process slows both), garbage collector off."""
-    counts = (calls_for(function, first), calls_for(function, second))
-    best = [float("inf"), float("inf")]
-    gc.disable()
-    try:
-        for _ in range(5):
-            for slot, (text, calls) in enumerate(zip((first, second), counts, strict=True)):
-                start = time.process_time()
-                for _ in range(calls):
-                    function(text)
-                best[slot] = min(best[slot], (time.process_time() - start) / calls)
-    finally:
-        gc.enable()
-    return best[0], best[1]
 
 
 def fill(unit: str, size: int) -> str:
