@@ -179,7 +179,8 @@ class GeminiCount:
         return None if self.vertex else ESTIMATES["estimate:gemini"].margin
 
     def count(self, prompt: Assembled) -> int:
-        sdk = _sdk("google.genai", "gemini")
+        errors = _sdk("google.genai.errors", "gemini")
+        auth = _sdk("google.auth.exceptions", "gemini")
         httpx = _sdk("httpx", "gemini")
         shaped = prompt.messages(style="gemini")
         config: dict[str, Any] = {}
@@ -195,7 +196,7 @@ class GeminiCount:
             counted = self.client.models.count_tokens(
                 model=self.model, contents=shaped["contents"], config=config or None
             )
-        except (sdk.errors.APIError, httpx.HTTPError) as exc:
+        except (errors.APIError, auth.GoogleAuthError, httpx.HTTPError) as exc:
             raise _failed(self.label, exc) from exc
         return int(counted.total_tokens or 0) + rest
 
@@ -208,7 +209,6 @@ def _estimate_rest(prompt: Assembled) -> int:
     if prompt.report.tool_schema_tokens:
         texts += [tool_schema(tool) for tool in prompt.tools]
     return sum(estimate.count(text) for text in texts)
-
 
 
 @dataclass(frozen=True)

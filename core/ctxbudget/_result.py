@@ -156,7 +156,8 @@ class GeminiPrompt(TypedDict):
     """The ``contents`` and ``config`` arguments of google-genai's
     ``client.models.generate_content``.
 
-    >>> client.models.generate_content(model=MODEL, **result.messages(style="gemini"))  # doctest: +SKIP
+    >>> client.models.generate_content(  # doctest: +SKIP
+    ...     model=MODEL, **result.messages(style="gemini"))
     """
 
     contents: list[GeminiContent]
@@ -394,7 +395,10 @@ class Assembled(BaseModel):
 
     def _gemini(self) -> GeminiPrompt:
         contents: list[GeminiContent] = [
-            {"role": "model" if speaker == "assistant" else "user", "parts": [{"text": t} for t in texts]}
+            {
+                "role": "model" if speaker == "assistant" else "user",
+                "parts": [{"text": t} for t in texts],
+            }
             for speaker, texts in self._alternating()
         ]
         prompt: GeminiPrompt = {"contents": contents}
