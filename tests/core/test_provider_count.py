@@ -20,12 +20,14 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 from botocore.stub import Stubber
+from botocore.validate import ParamValidator
 from google import genai
 from google.genai import types as genai_types
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget import (
+    CONVERSATION_START,
     Allocation,
     AnthropicCount,
     Assembled,
@@ -37,6 +39,7 @@ from ctxbudget import (
     ProviderCount,
     ProviderCountError,
     Tool,
+    Turn,
     get_tokenizer,
 )
 from tests.factories import chunks
@@ -86,6 +89,7 @@ def budget(total: int = 2_500, *, retrieved_min: int = 0) -> Budget:
             Allocation("question", priority=0),
             Allocation("tools", max=400, priority=1),
             Allocation("retrieved", min=retrieved_min, priority=2),
+            Allocation("history", priority=3),
         ),
     )
 
@@ -586,3 +590,66 @@ def test_import_does_not_load_the_provider_sdks() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert run.stdout.strip() == ""
+
+
+# --- the Bedrock and Gemini message styles the counts send -------------------------------------
+
+HISTORY = [
+    Turn(role="assistant", content="Hello, how can I help?"),
+    Turn(role="user", content="My order is late."),
+    Turn(role="tool", content="order 42: shipped"),
+]
+
+
+def with_history() -> Assembled:
+    return assembler(None, native_tools=True).assemble(
+        system="Answer from the sources.",
+        question="Why?",
+        chunks=chunks(2),
+        history=HISTORY,
+        tools=TOOLS,
+    )
+
+
+def test_bedrock_style_validates_as_a_converse_request() -> None:
+    result = with_history()
+    request = {
+        "modelId": "m",
+        **result.messages(style="bedrock"),
+        "toolConfig": {"tools": result.tool_schemas(style="bedrock")},
+    }
+    shape = bedrock_client().meta.service_model.operation_model("Converse").input_shape
+
+    report = ParamValidator().validate(request, shape)
+
+    assert not report.has_errors(), report.generate_report()
+
+
+def test_bedrock_style_alternates_from_the_user_and_marks_the_cache_point() -> None:
+    prompt = with_history().messages(style="bedrock")
+
+    assert [m["role"] for m in prompt["messages"]] == ["user", "assistant", "user"]
+    assert prompt["messages"][0]["content"][0] == {"text": CONVERSATION_START}
+    assert prompt["messages"][2]["content"][1] == {"text": "Tool: order 42: shipped"}
+    assert prompt.get("system", [])[-1] == {"cachePoint": {"type": "default"}}
+
+
+def test_gemini_style_validates_as_google_genai_types() -> None:
+    result = with_history()
+    prompt = result.messages(style="gemini")
+
+    for content in prompt["contents"]:
+        genai_types.Content.model_validate(content)
+    genai_types.GenerateContentConfig.model_validate(
+        {
+            **prompt["config"],
+            "tools": [{"function_declarations": result.tool_schemas(style="gemini")}],
+        }
+    )
+
+
+def test_gemini_style_names_the_assistant_model() -> None:
+    prompt = with_history().messages(style="gemini")
+
+    assert [c["role"] for c in prompt["contents"]] == ["user", "model", "user"]
+    assert prompt["config"]["system_instruction"]["parts"][0]["text"].startswith("Answer from")
