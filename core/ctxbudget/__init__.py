@@ -22,6 +22,7 @@ from ctxbudget._errors import (
     VocabularyError,
 )
 from ctxbudget._estimates import EstimateTokenizer
+from ctxbudget._exact import MAX_PROVIDER_COUNTS
 from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_section
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
@@ -90,6 +91,7 @@ __all__ = [
     "CONTEXT_WINDOWS",
     "CONVERSATION_START",
     "INGEST_COUNT_KEYS",
+    "MAX_PROVIDER_COUNTS",
     "NO_SCOPE",
     "AccessPolicy",
     "Acl",
