@@ -79,18 +79,29 @@ def recount(
     count of the whole prompt, is within `limit`; at most `MAX_PROVIDER_COUNTS` calls.
 
     When a count is over, items go in `render_exactly`'s order and under its floors until
-    the offline count has fallen by the excess, scaled up where the offline count runs
-    above the provider's; then the provider counts again. Errors from `measure` propagate.
+    the offline count has fallen by the excess in offline tokens (the excess times the
+    offline count over the provider's; before the last count, never less than the excess
+    itself), or until nothing more can go; then the provider counts again. Errors from
+    `measure` propagate.
     """
     claims = rendered.claims
-    for _ in range(MAX_PROVIDER_COUNTS):
+    for call in range(1, MAX_PROVIDER_COUNTS + 1):
         figure = measure(rendered)
         if figure <= limit:
             return rendered, figure
-        target = rendered.total - math.ceil((figure - limit) * max(1.0, rendered.total / figure))
-        fits, drops = dict(rendered.fits), rendered.drops
+        scale = rendered.total / figure
+        if call == MAX_PROVIDER_COUNTS - 1:
+            scale = max(scale, 1.0)
+        target = rendered.total - math.ceil((figure - limit) * scale)
+        fits, drops, first = dict(rendered.fits), rendered.drops, True
         while rendered.total > target:
-            fits = _drop_one(claims, allocated, fits, figure, limit, what)
+            try:
+                fits = _drop_one(claims, allocated, fits, figure, limit, what)
+            except ContextBudgetError:
+                if first:
+                    raise
+                break  # the provider counts what is left before the request fails
+            first = False
             drops += 1
             rendered = _render(claims, fits, counter, drops)
     raise ContextBudgetError(
@@ -98,8 +109,9 @@ def recount(
         figure,
         limit,
         f"{what} of the prompt was still over the budget after {MAX_PROVIDER_COUNTS:,} counts, "
-        "each after dropping items; the provider counts far more than the offline tokenizer: "
-        "pass the model's own tokenizer (or its estimate) to the assembler",
+        "each after dropping items: the assembler's tokenizer counts far fewer tokens than the "
+        "provider; pass the model's name as tokenizer= (its estimate is an upper bound), or "
+        "lower the budget total",
     )
 
 

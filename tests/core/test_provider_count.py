@@ -198,6 +198,16 @@ def test_report_dump_names_the_provider_count() -> None:
     assert "count_fallback" not in dumped
 
 
+def test_report_dump_carries_the_fallback() -> None:
+    server = AnthropicServer()
+    server.fail = _error(429, "rate_limit_error")
+
+    dumped = ask(assembler(anthropic_count(server))).report.model_dump(mode="json")
+
+    assert dumped["count_fallback"].startswith("anthropic count_tokens failed: RateLimitError")
+    assert dumped["count_method"] == "estimate:claude-v3"
+
+
 # --- the recount loop --------------------------------------------------------------------------
 
 
@@ -228,6 +238,15 @@ def test_provider_count_within_the_budget_drops_nothing() -> None:
 
     assert result.text == offline.text
     assert result.report.final_check_drops == offline.report.final_check_drops
+
+
+def test_provider_count_far_over_recounts_what_is_left_before_raising() -> None:
+    server = AnthropicServer(scaled(10.0))
+
+    result = ask(assembler(anthropic_count(server)))
+
+    assert result.sources == ()
+    assert server.count(server.bodies[-1]) == result.report.total <= result.report.budget
 
 
 def test_provider_count_over_at_the_floors_raises() -> None:
@@ -563,7 +582,7 @@ class Monotone:
 
 @given(
     factor=st.floats(min_value=0.25, max_value=6.0),
-    frame=st.integers(min_value=0, max_value=400),
+    frame=st.integers(min_value=0, max_value=1_600),
     n=st.integers(min_value=0, max_value=12),
 )
 def test_provider_count_of_the_final_prompt_is_within_the_budget_or_an_error(
@@ -571,11 +590,24 @@ def test_provider_count_of_the_final_prompt_is_within_the_budget_or_an_error(
 ) -> None:
     provider = Monotone(factor, frame)
     a = ContextAssembler(tokenizer=MODEL, budget=budget(1_500), provider_count=provider)
-    try:
-        result = a.assemble(system="Answer.", question="Why?", chunks=chunks(n, words=30))
-    except ContextBudgetError:
+    # The oracle: the prompt without a single source is all that cannot go (no floors); when
+    # the provider counts it over, every prompt is over (the count is monotone).
+    bare = ContextAssembler(tokenizer=MODEL, budget=budget(1_500)).assemble(
+        system="Answer.", question="Why?"
+    )
+    if provider.count(bare) > bare.report.budget:
+        with pytest.raises(ContextBudgetError):
+            a.assemble(system="Answer.", question="Why?", chunks=chunks(n, words=30))
         return
-    assert provider.count(result) == result.report.total <= result.report.budget
+    outcome: Assembled | ContextBudgetError
+    try:
+        outcome = a.assemble(system="Answer.", question="Why?", chunks=chunks(n, words=30))
+    except ContextBudgetError as error:
+        outcome = error
+    if isinstance(outcome, ContextBudgetError):
+        assert "after 4 counts" in str(outcome)  # the call bound ran out, said so
+        return
+    assert provider.count(outcome) == outcome.report.total <= outcome.report.budget
 
 
 # --- imports -----------------------------------------------------------------------------------
