@@ -22,11 +22,19 @@ from ctxbudget._errors import (
     VocabularyError,
 )
 from ctxbudget._estimates import EstimateTokenizer
+from ctxbudget._exact import MAX_PROVIDER_COUNTS
 from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_section
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._models import ModelInfo, resolve_model
 from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
+from ctxbudget._provider import (
+    AnthropicCount,
+    BedrockCount,
+    GeminiCount,
+    ProviderCount,
+    ProviderCountError,
+)
 from ctxbudget._report import Dropped, Report, SummarySpan
 from ctxbudget._result import (
     CONVERSATION_START,
@@ -34,6 +42,12 @@ from ctxbudget._result import (
     AnthropicPrompt,
     AnthropicTool,
     Assembled,
+    BedrockMessage,
+    BedrockPrompt,
+    BedrockTool,
+    GeminiContent,
+    GeminiFunction,
+    GeminiPrompt,
     Message,
     MessageStyle,
     OpenAIMessage,
@@ -77,14 +91,20 @@ __all__ = [
     "CONTEXT_WINDOWS",
     "CONVERSATION_START",
     "INGEST_COUNT_KEYS",
+    "MAX_PROVIDER_COUNTS",
     "NO_SCOPE",
     "AccessPolicy",
     "Acl",
     "Allocation",
+    "AnthropicCount",
     "AnthropicMessage",
     "AnthropicPrompt",
     "AnthropicTool",
     "Assembled",
+    "BedrockCount",
+    "BedrockMessage",
+    "BedrockPrompt",
+    "BedrockTool",
     "Budget",
     "BudgetError",
     "CallableTokenizer",
@@ -103,6 +123,10 @@ __all__ = [
     "EstimateTokenizer",
     "FenceMode",
     "FencedSource",
+    "GeminiContent",
+    "GeminiCount",
+    "GeminiFunction",
+    "GeminiPrompt",
     "HistoryOptions",
     "HuggingFaceTokenizer",
     "InputError",
@@ -114,6 +138,8 @@ __all__ = [
     "OpenAITool",
     "Order",
     "Principal",
+    "ProviderCount",
+    "ProviderCountError",
     "Report",
     "Role",
     "SectionLoader",

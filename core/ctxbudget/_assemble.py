@@ -19,6 +19,7 @@ from ctxbudget._history import Entry, HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
 from ctxbudget._prefix import prefix_hash, volatile_parts
+from ctxbudget._provider import FinalCount, ProviderCount, count_with_provider
 from ctxbudget._report import Dropped, DropRun, Report, SummarySpan
 from ctxbudget._result import Assembled, Source
 from ctxbudget._sources.claim import RetrievedClaim
@@ -63,6 +64,7 @@ class ContextAssembler:
         fence_rule: bool = True,
         native_tools: bool = False,
         cache_size: int = 16_384,
+        provider_count: ProviderCount | None = None,
     ) -> None:
         """
         Args:
@@ -77,6 +79,9 @@ class ContextAssembler:
                 (`Assembled.tool_schemas`); their schemas still count against the budget.
             cache_size: how many texts' token counts (and history summaries) to remember
                 across requests.
+            provider_count: the provider's own count as the final check, one synchronous
+                call per assembly (`AnthropicCount`, `BedrockCount`, `GeminiCount`; README
+                "Counting other models"); it goes with the model, as the tokenizer does.
         """
         if isinstance(tokenizer, str):
             tokenizer = get_tokenizer(tokenizer)
@@ -95,6 +100,13 @@ class ContextAssembler:
                 f"history must be a HistoryOptions, not {type(history).__name__}; build it with "
                 "HistoryOptions(keep_tool_results=..., summarize=..., ...)"
             )
+        if provider_count is not None and not isinstance(provider_count, ProviderCount):
+            raise TypeError(
+                f"provider_count must be a ProviderCount, not {type(provider_count).__name__}; "
+                "pass AnthropicCount(client, model=...), BedrockCount(client, model_id=...) or "
+                "GeminiCount(client, model=...)"
+            )
+        self.provider_count = provider_count
         self.budget = Budget.default() if budget is None else budget
         self.sources = SourceOptions() if sources is None else sources
         self.history = HistoryOptions() if history is None else history
@@ -210,10 +222,20 @@ class ContextAssembler:
         allocated = _allocate(claims, self.budget.available)
         _require_whole_strings(claims, allocated)
         rendered = render_exactly(claims, allocated, self.budget.available, counter)
+        final = None
+        if self.provider_count is not None:
+            rendered, final = count_with_provider(
+                self.provider_count,
+                rendered,
+                allocated,
+                self.budget.available,
+                counter,
+                lambda r: self._result(r, allocated, ruled_out, log=False),
+            )
         retrieved = claims.get("retrieved")
         if isinstance(retrieved, RetrievedClaim):
             require_sent(retrieved, rendered.fits["retrieved"], allocated.granted["retrieved"])
-        return self._result(rendered, allocated, ruled_out)
+        return self._result(rendered, allocated, ruled_out, final)
 
     def select_sources(
         self,
@@ -284,8 +306,16 @@ class ContextAssembler:
         return max_tokens, min_tokens
 
     def _result(
-        self, rendered: Rendered, allocated: Allocated, ruled_out: list[Dropped | DropRun]
+        self,
+        rendered: Rendered,
+        allocated: Allocated,
+        ruled_out: list[Dropped | DropRun],
+        final: FinalCount | None = None,
+        *,
+        log: bool = True,
     ) -> Assembled:
+        """The result of `rendered`; `final` is the provider's final check when one was made
+        (`log=False` for the prompts it counts on the way)."""
         claims, fits, sections = rendered.claims, rendered.fits, rendered.sections
         prefix = tuple(sections[n] for n in SECTION_ORDER if n in PREFIX and sections.get(n))
         prefix_text = SECTION_SEPARATOR.join(prefix)
@@ -326,11 +356,12 @@ class ContextAssembler:
         tools_kept = tuple(claims["tools"].kept(fits["tools"])) if "tools" in claims else ()
 
         squeezed = allocated.squeezed.get("retrieved", False)
-        method = count_method_of(self.counter.tokenizer)
+        method = count_method_of(self.counter.tokenizer) if final is None else final.method
+        total = rendered.total if final is None else final.total
         report = Report(
             budget=self.budget.available,
-            total=rendered.total,
-            unused=self.budget.available - rendered.total,
+            total=total,
+            unused=self.budget.available - total,
             sizes={n: fits[n].cost for n in SECTION_ORDER if n in fits},
             granted=dict(allocated.granted),
             trimmed=tuple(n for n in SECTION_ORDER if n in fits and fits[n].overflow),
@@ -351,10 +382,12 @@ class ContextAssembler:
             cleared=cleared,
             summaries=summaries,
             count_exact=method.exact,
-            count_method=None if method.exact else method.label,
+            count_method=None if method.exact and final is None else method.label,
             count_margin=method.margin,
+            count_fallback=None if final is None else final.fallback,
         )._defer_dropped(dropped)
-        _log(report, self.budget, left_out)
+        if log:
+            _log(report, self.budget, left_out)
         return Assembled(
             text=rendered.text,
             prefix=prefix,

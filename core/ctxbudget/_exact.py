@@ -5,14 +5,17 @@ a join. So the final string is counted exactly (from its parts and their joins w
 the tokenizer allows, `_joins.py`; else by encoding it), and while it is over the limit the
 least preferred item of the lowest-priority claimant goes, but only while that
 claimant stays at or above the floor allocation reserved for it (README "How space
-is shared"). When nothing can go, the request fails.
+is shared"). When nothing can go, the request fails. With a provider count set
+(`_provider.py`), `recount` applies the same rule to the provider's figure for the whole
+request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ctxbudget._allocate import Allocated
 from ctxbudget._budget import Claimant
@@ -23,7 +26,10 @@ from ctxbudget._layout import SECTION_ORDER, SECTION_SEPARATOR
 from ctxbudget._pack import Fit
 from ctxbudget._tokens import TokenCounter
 
-__all__ = ["Rendered", "render_exactly"]
+__all__ = ["MAX_PROVIDER_COUNTS", "Rendered", "recount", "render_exactly"]
+
+MAX_PROVIDER_COUNTS: Final = 4
+"""The most provider count calls one assembly makes (README "Counting other models")."""
 
 
 @dataclass(frozen=True)
@@ -52,43 +58,114 @@ def render_exactly(
     """Render the claims' fits and drop items until the exact count is within `limit`."""
     fits = dict(allocated.fits)
     drops = 0
+    while True:
+        rendered = _render(claims, fits, counter, drops)
+        if rendered.total <= limit:
+            return rendered
+        fits = _drop_one(claims, allocated, fits, rendered.total, limit, "the exact count")
+        drops += 1
+
+
+def recount(
+    rendered: Rendered,
+    allocated: Allocated,
+    limit: int,
+    counter: TokenCounter,
+    measure: Callable[[Rendered], int],
+    *,
+    what: str,
+) -> tuple[Rendered, int]:
+    """Trim `rendered` (which fits by the offline count) until `measure`, one provider
+    count of the whole prompt, is within `limit`; at most `MAX_PROVIDER_COUNTS` calls.
+
+    When a count is over, items go in `render_exactly`'s order and under its floors until
+    the offline count has fallen by the excess in offline tokens (the excess times the
+    offline count over the provider's; before the last count, never less than the excess
+    itself), or until nothing more can go; then the provider counts again. Errors from
+    `measure` propagate.
+    """
+    claims = rendered.claims
+    for call in range(1, MAX_PROVIDER_COUNTS + 1):
+        figure = measure(rendered)
+        if figure <= limit:
+            return rendered, figure
+        scale = rendered.total / figure
+        if call == MAX_PROVIDER_COUNTS - 1:
+            scale = max(scale, 1.0)
+        target = rendered.total - math.ceil((figure - limit) * scale)
+        fits, drops, first = dict(rendered.fits), rendered.drops, True
+        while rendered.total > target:
+            try:
+                fits = _drop_one(claims, allocated, fits, figure, limit, what)
+            except ContextBudgetError:
+                if first:
+                    raise
+                break  # the provider counts what is left before the request fails
+            first = False
+            drops += 1
+            rendered = _render(claims, fits, counter, drops)
+    raise ContextBudgetError(
+        "+".join(claims),
+        figure,
+        limit,
+        f"{what} of the prompt was still over the budget after {MAX_PROVIDER_COUNTS:,} counts, "
+        "each after dropping items: the assembler's tokenizer counts far fewer tokens than the "
+        "provider; pass the model's name as tokenizer= (its estimate is an upper bound), or "
+        "lower the budget total",
+    )
+
+
+def _render(
+    claims: Mapping[Claimant, ListClaim[Any]],
+    fits: Mapping[Claimant, Fit[Any]],
+    counter: TokenCounter,
+    drops: int,
+) -> Rendered:
+    """The prompt the fits make, and its exact count."""
+    sections: dict[Claimant, str] = {}
+    pieces: list[Piece] = []
+    for name in SECTION_ORDER:
+        if name not in claims:
+            continue
+        parts = claims[name].pieces(fits[name])
+        section = sections[name] = "".join(p if isinstance(p, str) else p.text for p in parts)
+        if section:
+            # Each section counted from its parts (and remembered when it recurs), then
+            # the sections joined: an unchanged section costs one lookup.
+            counted = Counted(section, counter.count_parts(parts))
+            pieces += [SECTION_SEPARATOR, counted] if pieces else [counted]
+    text = "".join(p if isinstance(p, str) else p.text for p in pieces)
+    outside = sum(fits[n].cost for n, c in claims.items() if c.outside_text)
+    total = counter.count_joined(pieces) + outside
+    return Rendered(claims, dict(fits), sections, text, outside, total, drops)
+
+
+def _drop_one(
+    claims: Mapping[Claimant, ListClaim[Any]],
+    allocated: Allocated,
+    fits: Mapping[Claimant, Fit[Any]],
+    total: int,
+    limit: int,
+    what: str,
+) -> dict[Claimant, Fit[Any]]:
+    """`fits` less the least preferred item of the lowest-priority claimant that can give
+    one up above its floor; the error when none can."""
     shrink_order = sorted(
         (c for c in claims.values() if c.allocation.priority > 0),
         key=lambda c: c.allocation.priority,
         reverse=True,
     )
-    while True:
-        sections: dict[Claimant, str] = {}
-        pieces: list[Piece] = []
-        for name in SECTION_ORDER:
-            if name not in claims:
-                continue
-            parts = claims[name].pieces(fits[name])
-            section = sections[name] = "".join(p if isinstance(p, str) else p.text for p in parts)
-            if section:
-                # Each section counted from its parts (and remembered when it recurs), then
-                # the sections joined: an unchanged section costs one lookup.
-                counted = Counted(section, counter.count_parts(parts))
-                pieces += [SECTION_SEPARATOR, counted] if pieces else [counted]
-        text = "".join(p if isinstance(p, str) else p.text for p in pieces)
-        outside = sum(fits[n].cost for n, c in claims.items() if c.outside_text)
-        total = counter.count_joined(pieces) + outside
-        if total <= limit:
-            return Rendered(claims, fits, sections, text, outside, total, drops)
-        blocked: ListClaim[Any] | None = None
-        for claim in shrink_order:
-            name = claim.allocation.name
-            smaller = claim.shrink(fits[name])
-            if smaller is None:
-                continue
-            if smaller.cost < allocated.floors[name]:
-                blocked = blocked or claim
-                continue
-            fits[name] = smaller
-            drops += 1
-            break
-        else:
-            raise _over_after_join(claims, fits, blocked, total, limit)
+    blocked: ListClaim[Any] | None = None
+    for claim in shrink_order:
+        name = claim.allocation.name
+        smaller = claim.shrink(fits[name])
+        if smaller is None:
+            continue
+        if smaller.cost < allocated.floors[name]:
+            blocked = blocked or claim
+            continue
+        return {**fits, name: smaller}
+    raise _over_after_join(claims, fits, blocked, total, limit, what)
 
 
 def _over_after_join(
@@ -97,8 +174,10 @@ def _over_after_join(
     blocked: ListClaim[Any] | None,
     total: int,
     limit: int,
+    what: str,
 ) -> ContextBudgetError:
-    """The error when the exact count is over and nothing above a floor is left to drop."""
+    """The error when the count (`what` made it) is over and nothing above a floor is left
+    to drop."""
     over = total - limit
     if blocked is not None:
         a = blocked.allocation
@@ -107,7 +186,7 @@ def _over_after_join(
             a.name,
             held,
             max(held - over, 0),
-            f"the exact count of the joined prompt ({total:,}) is {over:,} over the budget, and "
+            f"{what} of the joined prompt ({total:,}) is {over:,} over the budget, and "
             f"{a.name} cannot give up another item without falling below its floor "
             f"(min={a.min}); lower its min, raise the budget total, or shorten the other parts",
         )
@@ -116,6 +195,6 @@ def _over_after_join(
         fixed,
         total,
         limit,
-        "the never-trimmed parts alone exceed the budget once joined; raise the budget total "
-        "or shorten them",
+        f"the never-trimmed parts alone exceed the budget once joined ({what}); raise the "
+        "budget total or shorten them",
     )

@@ -334,7 +334,8 @@ class Report(DeferredDropped, BaseModel):
     )
     final_check_drops: int = Field(
         description="Items dropped because the exact count of the final text came out over "
-        "the per-item estimate."
+        "the per-item estimate, or, with a provider count set, the provider's count of the "
+        "request over the budget."
     )
     cleared: tuple[Dropped, ...] = Field(
         default=(),
@@ -360,14 +361,23 @@ class Report(DeferredDropped, BaseModel):
     count_method: str | None = Field(
         default=None,
         exclude_if=_is_none,
-        description="When count_exact is False, how the counts were made: estimate:<family> "
-        "(an upper bound for a model whose tokenizer is not public), callable:<name>, "
-        "huggingface:<name>, or user:<name> for a tokenizer that does not say. None when the "
-        "counts are exact. Left out of dumps when None.",
+        description="How total was counted, when not offline by the model's own tokenizer: "
+        "estimate:<family> (an upper bound for a model whose tokenizer is not public), "
+        "callable:<name>, huggingface:<name>, user:<name> for a tokenizer that does not say, "
+        "or a provider count's label (anthropic count_tokens, bedrock count_tokens, gemini "
+        "count_tokens) when one made the final check. None when the counts are the model's "
+        "own tokenizer's. Left out of dumps when None.",
     )
     count_margin: float | None = Field(
         default=None,
         exclude_if=_is_none,
         description="For an upper-bound estimate: its head-room above the worst ratio "
         "measured for that kind of text (0.1 is 10%); None otherwise, and left out of dumps.",
+    )
+    count_fallback: str | None = Field(
+        default=None,
+        exclude_if=_is_none,
+        description="When a provider count was set but its call failed: why (the SDK's error), "
+        "and total is the offline count, an upper bound for an estimate. None otherwise, and "
+        "left out of dumps.",
     )

@@ -2,7 +2,8 @@
 
 `Assembled.messages()` shapes the same prompt for a chat API (README "The result"):
 ``style="openai"`` for Chat Completions, ``style="anthropic"`` for the Messages API,
-and the default ``"generic"`` shape kept from earlier releases.
+``style="bedrock"`` for Bedrock's Converse API, ``style="gemini"`` for google-genai's
+``generate_content``, and the default ``"generic"`` shape kept from earlier releases.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ __all__ = [
     "AnthropicPrompt",
     "AnthropicTool",
     "Assembled",
+    "BedrockMessage",
+    "BedrockPrompt",
+    "BedrockTool",
     "CacheControl",
+    "GeminiContent",
+    "GeminiFunction",
+    "GeminiPrompt",
     "Message",
     "MessageStyle",
     "OpenAIMessage",
@@ -33,7 +40,7 @@ __all__ = [
     "TextBlock",
 ]
 
-MessageStyle = Literal["generic", "openai", "anthropic"]
+MessageStyle = Literal["generic", "openai", "anthropic", "bedrock", "gemini"]
 """Which chat API `Assembled.messages` shapes its output for."""
 
 CONVERSATION_START: Final = "[conversation start]"
@@ -95,6 +102,69 @@ class AnthropicPrompt(TypedDict):
     messages: list[AnthropicMessage]
 
 
+class BedrockText(TypedDict):
+    """A Converse text content block."""
+
+    text: str
+
+
+class BedrockCachePoint(TypedDict):
+    """A Converse prompt-cache checkpoint: what comes before it is the cacheable prefix."""
+
+    cachePoint: dict[Literal["type"], Literal["default"]]
+
+
+class BedrockMessage(TypedDict):
+    """A message for Bedrock's Converse API; roles alternate, starting with the user."""
+
+    role: Literal["user", "assistant"]
+    content: list[BedrockText]
+
+
+class BedrockPrompt(TypedDict):
+    """The ``system`` and ``messages`` arguments of boto3's ``bedrock-runtime`` ``converse``.
+
+    >>> client.converse(modelId=MODEL, **result.messages(style="bedrock"))  # doctest: +SKIP
+    """
+
+    system: NotRequired[list[BedrockText | BedrockCachePoint]]
+    """The cacheable prefix, then a cache checkpoint; absent when there is no prefix."""
+    messages: list[BedrockMessage]
+
+
+class GeminiPart(TypedDict):
+    """A text part of a google-genai ``Content``."""
+
+    text: str
+
+
+class GeminiContent(TypedDict):
+    """A google-genai ``Content``: one turn (``"model"`` is the assistant), or the system
+    instruction (no role)."""
+
+    role: NotRequired[Literal["user", "model"]]
+    parts: list[GeminiPart]
+
+
+class GeminiConfig(TypedDict):
+    """The part of google-genai's ``GenerateContentConfig`` the prompt fills."""
+
+    system_instruction: GeminiContent
+
+
+class GeminiPrompt(TypedDict):
+    """The ``contents`` and ``config`` arguments of google-genai's
+    ``client.models.generate_content``.
+
+    >>> client.models.generate_content(  # doctest: +SKIP
+    ...     model=MODEL, **result.messages(style="gemini"))
+    """
+
+    contents: list[GeminiContent]
+    config: NotRequired[GeminiConfig]
+    """The cacheable prefix as the system instruction; absent when there is no prefix."""
+
+
 def _no_arguments() -> dict[str, Any]:
     return {"type": "object", "properties": {}}
 
@@ -112,6 +182,20 @@ class AnthropicTool(TypedDict):
     name: str
     description: str
     input_schema: dict[str, Any]
+
+
+class BedrockTool(TypedDict):
+    """A tool for Converse's ``toolConfig={"tools": [...]}``."""
+
+    toolSpec: dict[str, Any]
+
+
+class GeminiFunction(TypedDict):
+    """A function declaration for google-genai's ``tools=[{"function_declarations": [...]}]``."""
+
+    name: str
+    description: str
+    parameters_json_schema: dict[str, Any]
 
 
 class Source(BaseModel):
@@ -187,13 +271,17 @@ class Assembled(BaseModel):
     @overload
     def messages(self, *, style: Literal["anthropic"]) -> AnthropicPrompt: ...
     @overload
+    def messages(self, *, style: Literal["bedrock"]) -> BedrockPrompt: ...
+    @overload
+    def messages(self, *, style: Literal["gemini"]) -> GeminiPrompt: ...
+    @overload
     def messages(
         self, *, style: MessageStyle
-    ) -> list[Message] | list[OpenAIMessage] | AnthropicPrompt: ...
+    ) -> list[Message] | list[OpenAIMessage] | AnthropicPrompt | BedrockPrompt | GeminiPrompt: ...
 
     def messages(
         self, *, style: MessageStyle = "generic"
-    ) -> list[Message] | list[OpenAIMessage] | AnthropicPrompt:
+    ) -> list[Message] | list[OpenAIMessage] | AnthropicPrompt | BedrockPrompt | GeminiPrompt:
         """The prompt as chat messages: the cacheable prefix first, the history, then one
         user message ending with `tail` (memory, sources, question). Without a question and
         a tail (``assemble(question=None)``), the messages end with the history's latest unit.
@@ -212,6 +300,13 @@ class Assembled(BaseModel):
           blocks; blank user and assistant turns are left out (the API rejects empty
           text blocks); a history that opens with the assistant gets
           `CONVERSATION_START` before it.
+        - ``"bedrock"``: ``{"system": [...], "messages": [...]}`` for boto3's
+          ``converse(modelId=..., **...)``: the Anthropic style's turns as Converse text
+          blocks, the prefix as system text blocks followed by a ``cachePoint``.
+        - ``"gemini"``: ``{"contents": [...], "config": {"system_instruction": ...}}`` for
+          google-genai's ``generate_content(model=..., **...)``: the Anthropic style's
+          turns as ``Content`` parts (the assistant is ``"model"``), the prefix as the
+          system instruction.
         - ``"generic"`` (default): the prefix as a system message of text blocks with the
           ``cache_control`` breakpoint, history roles as given, gap markers as user
           messages; the shape of earlier releases, accepted by neither SDK verbatim.
@@ -224,9 +319,13 @@ class Assembled(BaseModel):
             return self._openai()
         if style == "anthropic":
             return self._anthropic()
+        if style == "bedrock":
+            return self._bedrock()
+        if style == "gemini":
+            return self._gemini()
         raise InputError(
-            f"style must be 'generic', 'openai' or 'anthropic', but got {style!r}; pick the "
-            "style of the SDK you pass the messages to"
+            f"style must be 'generic', 'openai', 'anthropic', 'bedrock' or 'gemini', but got "
+            f"{style!r}; pick the style of the SDK you pass the messages to"
         )
 
     def _system_blocks(self) -> list[TextBlock]:
@@ -255,23 +354,56 @@ class Assembled(BaseModel):
             out.append({"role": "user", "content": self.tail})
         return out
 
-    def _anthropic(self) -> AnthropicPrompt:
+    def _alternating(self) -> list[tuple[Literal["user", "assistant"], list[str]]]:
+        """The turns as the Anthropic, Bedrock and Gemini styles send them: user and
+        assistant alternating from the user, blank turns left out, the tail last."""
         turns = [_user_or_assistant(role, content) for role, content in self.history]
         turns = [turn for turn in turns if turn[1].strip()]
         if turns and turns[0][0] == "assistant":
             turns.insert(0, ("user", CONVERSATION_START))
         if self.tail:
             turns.append(("user", self.tail))
-        messages: list[AnthropicMessage] = []
+        merged: list[tuple[Literal["user", "assistant"], list[str]]] = []
         for speaker, text in turns:
-            block: TextBlock = {"type": "text", "text": text}
-            if messages and messages[-1]["role"] == speaker:
-                messages[-1]["content"].append(block)
+            if merged and merged[-1][0] == speaker:
+                merged[-1][1].append(text)
             else:
-                messages.append({"role": speaker, "content": [block]})
+                merged.append((speaker, [text]))
+        return merged
+
+    def _anthropic(self) -> AnthropicPrompt:
+        messages: list[AnthropicMessage] = [
+            {"role": speaker, "content": [{"type": "text", "text": t} for t in texts]}
+            for speaker, texts in self._alternating()
+        ]
         prompt: AnthropicPrompt = {"messages": messages}
         if self.prefix:
             prompt["system"] = self._system_blocks()
+        return prompt
+
+    def _bedrock(self) -> BedrockPrompt:
+        messages: list[BedrockMessage] = [
+            {"role": speaker, "content": [{"text": t} for t in texts]}
+            for speaker, texts in self._alternating()
+        ]
+        prompt: BedrockPrompt = {"messages": messages}
+        if self.prefix:
+            system: list[BedrockText | BedrockCachePoint] = [{"text": t} for t in self.prefix]
+            system.append({"cachePoint": {"type": "default"}})
+            prompt["system"] = system
+        return prompt
+
+    def _gemini(self) -> GeminiPrompt:
+        contents: list[GeminiContent] = [
+            {
+                "role": "model" if speaker == "assistant" else "user",
+                "parts": [{"text": t} for t in texts],
+            }
+            for speaker, texts in self._alternating()
+        ]
+        prompt: GeminiPrompt = {"contents": contents}
+        if self.prefix:
+            prompt["config"] = {"system_instruction": {"parts": [{"text": t} for t in self.prefix]}}
         return prompt
 
     @overload
@@ -280,11 +412,19 @@ class Assembled(BaseModel):
     @overload
     def tool_schemas(self, *, style: Literal["anthropic"]) -> list[AnthropicTool]: ...
 
+    @overload
+    def tool_schemas(self, *, style: Literal["bedrock"]) -> list[BedrockTool]: ...
+
+    @overload
+    def tool_schemas(self, *, style: Literal["gemini"]) -> list[GeminiFunction]: ...
+
     def tool_schemas(
-        self, *, style: Literal["openai", "anthropic"]
-    ) -> list[OpenAITool] | list[AnthropicTool]:
+        self, *, style: Literal["openai", "anthropic", "bedrock", "gemini"]
+    ) -> list[OpenAITool] | list[AnthropicTool] | list[BedrockTool] | list[GeminiFunction]:
         """The kept tools in the shape a provider's ``tools`` parameter takes, in the order
-        given (for ``ContextAssembler(native_tools=True)``, whose budget counted them)."""
+        given (for ``ContextAssembler(native_tools=True)``, whose budget counted them):
+        Bedrock's go in ``toolConfig={"tools": ...}``, Gemini's in
+        ``tools=[{"function_declarations": ...}]``."""
         if style == "openai":
             openai: list[OpenAITool] = [
                 {
@@ -308,7 +448,31 @@ class Assembled(BaseModel):
                 for t in self.tools
             ]
             return anthropic
-        raise InputError(f"style must be 'openai' or 'anthropic', but got {style!r}")
+        if style == "bedrock":
+            bedrock: list[BedrockTool] = [
+                {
+                    "toolSpec": {
+                        "name": t.name,
+                        "description": t.description,
+                        "inputSchema": {"json": t.parameters or _no_arguments()},
+                    }
+                }
+                for t in self.tools
+            ]
+            return bedrock
+        if style == "gemini":
+            gemini: list[GeminiFunction] = [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters_json_schema": t.parameters or _no_arguments(),
+                }
+                for t in self.tools
+            ]
+            return gemini
+        raise InputError(
+            f"style must be 'openai', 'anthropic', 'bedrock' or 'gemini', but got {style!r}"
+        )
 
     def check_citations(self, answer: str) -> CitationCheck:
         """Citations in `answer` that point nowhere, and sources it never cites."""

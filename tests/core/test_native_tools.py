@@ -83,5 +83,7 @@ def test_tool_schemas_match_what_the_provider_sdks_accept() -> None:
 
 def test_tool_schemas_reject_an_unknown_style() -> None:
     result = native().assemble(question="Why?", tools=TOOLS[:1])
-    with pytest.raises(InputError, match=r"style must be 'openai' or 'anthropic', but got 'x'"):
+    with pytest.raises(
+        InputError, match=r"style must be 'openai', 'anthropic', 'bedrock' or 'gemini', but got 'x'"
+    ):
         result.tool_schemas(style="x")  # type: ignore[call-overload]

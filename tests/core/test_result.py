@@ -261,9 +261,11 @@ def test_generic_messages_without_a_prefix_are_the_tail_alone() -> None:
 
 def test_messages_unknown_style_raises_naming_the_choices() -> None:
     with pytest.raises(
-        InputError, match="style must be 'generic', 'openai' or 'anthropic', but got 'gemini'"
+        InputError,
+        match="style must be 'generic', 'openai', 'anthropic', 'bedrock' or 'gemini', but got "
+        "'cohere'",
     ):
-        full().messages(style="gemini")  # type: ignore[call-overload]
+        full().messages(style="cohere")  # type: ignore[call-overload]
 
 
 # --- OpenAI style -------------------------------------------------------------------------------
