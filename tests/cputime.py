@@ -13,6 +13,19 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+SIZE = 16_000
+"""Characters of the smaller text; the larger is four times as long."""
+
+MAX_RATIO = 20.0
+"""How much slower a hostile input of the same size may be than an ordinary one."""
+MAX_GROWTH = 8.0
+"""How much longer four times the input may take (linear: about 4)."""
+
+
+def fill(unit: str, size: int) -> str:
+    """`unit` repeated to `size` characters."""
+    return (unit * (size // len(unit) + 1))[:size]
+
 
 def calls_for(function: Callable[[T], object], text: T) -> int:
     """How many calls of `function(text)` take 2 ms at least, so a timer tick is noise."""

@@ -32,15 +32,9 @@ from ctxbudget._sources.dedup import (
     _words,
     shingles,
 )
+from tests.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
 from tests.factories import recorded
-from tests.security.test_redos import (
-    MAX_GROWTH,
-    MAX_RATIO,
-    ORDINARY_ASCII,
-    SIZE,
-    fill,
-    paired_times,
-)
+from tests.security.test_redos import ORDINARY_ASCII
 
 _WORD = re.compile(r"\w+")
 

@@ -31,6 +31,7 @@ from ctxbudget import (
 )
 from ctxbudget._fence import FENCE_OPEN, fence_frame, fence_notice
 from ctxbudget._sources.fenced import DATA_NOTICE, _opens
+from tests.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
 from tests.factories import (
     DOCUMENT_TAG,
     FENCE_TAG,
@@ -42,7 +43,6 @@ from tests.factories import (
     normalised,
     smuggled,
 )
-from tests.security.test_redos import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
 
 O200K = get_tokenizer("o200k_base")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

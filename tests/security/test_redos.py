@@ -23,18 +23,7 @@ from ctxbudget import Allocation, Budget, CallableTokenizer, Chunk, ContextAssem
 from ctxbudget._fence import is_blank, neutralise, neutralise_section, removable_bytes
 from ctxbudget._scan import scan_for_instructions
 from tests.conftest import fake_count
-from tests.cputime import paired_times
-
-SIZE = 16_000
-"""Characters of the smaller text; the larger is four times as long."""
-
-MAX_RATIO = 20.0
-MAX_GROWTH = 8.0
-
-
-def fill(unit: str, size: int) -> str:
-    """`unit` repeated to `size` characters."""
-    return (unit * (size // len(unit) + 1))[:size]
+from tests.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
 
 
 def padded(head: str, pad: str, tail: str = "") -> Callable[[int], str]:
