@@ -16,6 +16,7 @@ from ctxbudget import (
     InputError,
     Matches,
     Missing,
+    PermitFilter,
     Principal,
     access_tokens,
     acl_from_metadata,
@@ -83,7 +84,7 @@ def test_permit_tokens_share_one_with_access_tokens_exactly_when_permit_admits(
 def test_access_tokens_of_empty_groups_are_one_token_no_principal_holds() -> None:
     tokens = access_tokens("acme", frozenset())
     assert len(tokens) == 1
-    assert not set(tokens) & set(permit_tokens(Principal(tenant="acme", groups={"hr"})))
+    assert not set(tokens) & set(permit_tokens(Principal(tenant="acme", groups=frozenset({"hr"}))))
 
 
 def test_permit_filter_matches_canonical_int_ids_in_both_forms() -> None:
@@ -121,18 +122,21 @@ def test_permit_filter_refuses_a_str_of_keys() -> None:
 
 
 def test_permit_filter_under_required_tenant_without_principal_tenant_admits_nothing() -> None:
-    rule = permit_filter(Principal(groups={"hr"}), policy=AccessPolicy(require_tenant=True))
+    rule = permit_filter(
+        Principal(groups=frozenset({"hr"})), policy=AccessPolicy(require_tenant=True)
+    )
+    assert isinstance(rule, AllOf)
     assert rule.parts[0] == AnyOf(())
 
 
 def test_fold_filter_rebuilds_the_expression_it_folds() -> None:
-    rule = permit_filter(Principal(tenant="acme", groups={"hr"}))
+    rule = permit_filter(Principal(tenant="acme", groups=frozenset({"hr"})))
 
-    rebuilt = fold_filter(
-        rule,
-        missing=Missing,
-        matches=Matches,
-        all_of=lambda parts: AllOf(tuple(parts)),
-        any_of=lambda parts: AnyOf(tuple(parts)),
-    )
+    def all_of(parts: list[PermitFilter]) -> PermitFilter:
+        return AllOf(tuple(parts))
+
+    def any_of(parts: list[PermitFilter]) -> PermitFilter:
+        return AnyOf(tuple(parts))
+
+    rebuilt = fold_filter(rule, missing=Missing, matches=Matches, all_of=all_of, any_of=any_of)
     assert rebuilt == rule
