@@ -48,6 +48,9 @@ ACCESS_KEY: Final = "ctxbudget_access"
 _NOBODY: Final = "[]"
 """The token of a chunk no principal may see (empty groups): stores that refuse an empty
 list still get one value, and no principal's tokens include it."""
+_NOTHING: Final = "null"
+"""The token of a principal who may see nothing: no chunk's tokens include it, and a store
+that refuses an empty list of values still gets one."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +205,7 @@ def access_tokens(tenant: str | None, groups: frozenset[str] | None) -> list[str
 def permit_tokens(principal: Principal | None, *, policy: AccessPolicy | None = None) -> list[str]:
     """The tokens a chunk's `access_tokens` must share one of for `principal` to see it, by
     the branches of `permitted` (a chunk's tenant is theirs or unset, unless required; one of
-    its groups is theirs, or it has none, unless required). Empty: nothing is admitted."""
+    its groups is theirs, or it has none, unless required); never empty."""
     policy = AccessPolicy() if policy is None else policy
     principal = check_principal(principal, policy)
     tenants: list[str | None] = [] if policy.require_tenant else [None]
@@ -210,4 +213,5 @@ def permit_tokens(principal: Principal | None, *, policy: AccessPolicy | None = 
     if principal is not None:
         tenants += [] if principal.tenant is None else [principal.tenant]
         groups += sorted(principal.groups)
-    return sorted(_token(tenant, group) for tenant, group in product(tenants, groups))
+    tokens = sorted(_token(tenant, group) for tenant, group in product(tenants, groups))
+    return tokens or [_NOTHING]
