@@ -113,19 +113,19 @@ def _translate(
     *,
     missing: Callable[[str], dict[str, Any]],
     matches: Callable[[str, tuple[str | int, ...]], dict[str, Any]],
-    key: str,
 ) -> dict[str, Any]:
     """`rule` as a MongoDB-style filter dict (``$and``, ``$or``, ``$exists``); a rule that
-    admits nothing as a contradiction on `key`, one that admits everything as ``{}``."""
+    admits nothing as a contradiction (a key both set and unset), one that admits everything
+    as ``{}`` (no filter)."""
 
     def all_of(parts: list[_Clause]) -> _Clause:
-        if False in parts:
+        if any(part is False for part in parts):
             return False
         kept = [part for part in parts if part is not True]
         return True if not kept else kept[0] if len(kept) == 1 else {"$and": kept}
 
     def any_of(parts: list[_Clause]) -> _Clause:
-        if True in parts:
+        if any(part is True for part in parts):
             return True
         kept = [part for part in parts if part is not False]
         return False if not kept else kept[0] if len(kept) == 1 else {"$or": kept}
@@ -136,7 +136,7 @@ def _translate(
     if translated is True:
         return {}
     if translated is False:
-        return {"$and": [{key: {"$exists": True}}, {key: {"$exists": False}}]}
+        return {"$and": [{ACCESS_KEY: {"$exists": True}}, {ACCESS_KEY: {"$exists": False}}]}
     return translated
 
 
@@ -160,7 +160,6 @@ def pgvector_filter(
         rule,
         missing=lambda key: {key: {"$exists": False}},
         matches=lambda key, values: {key: {"$in": sorted({str(value) for value in values})}},
-        key=ACCESS_KEY,
     )
 
 
@@ -187,7 +186,6 @@ def pinecone_filter(
         rule,
         missing=lambda key: {key: {"$exists": False}},
         matches=_pinecone_matches,
-        key=ACCESS_KEY,
     )
 
 

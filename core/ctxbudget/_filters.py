@@ -102,14 +102,12 @@ def _field(
     if isinstance(keys, str):
         raise InputError(f"{field}_keys= is a sequence of metadata keys: use ({keys!r},)")
     values = tuple(form for name in sorted(names) for form in _forms(name))
-    matches = tuple(Matches(key, values) for key in keys if values)
-    # Keys that agree are what `acl_from_metadata` accepts; every key set must match.
-    each = AllOf(tuple(AnyOf((Missing(key), Matches(key, values))) for key in keys))
-    unset = AllOf(tuple(Missing(key) for key in keys))
     if not values:
-        return AnyOf(()) if required else unset
+        return AnyOf(()) if required else AllOf(tuple(Missing(key) for key in keys))
+    # Keys that disagree are an error in `acl_from_metadata`, so every key set must match.
+    each = AllOf(tuple(AnyOf((Missing(key), Matches(key, values))) for key in keys))
     if required:
-        return AllOf((AnyOf(matches), each))
+        return AllOf((AnyOf(tuple(Matches(key, values) for key in keys)), each))
     return each
 
 
@@ -122,9 +120,9 @@ def permit_filter(
 ) -> PermitFilter:
     """The permit rule for `principal` over the metadata keys mapped to tenant and groups.
 
-    For metadata `acl_from_metadata` reads without error, `filter_admits` says what `permitted` says
-    of the chunk it becomes. `InputError` when the policy requires a principal and there is
-    none.
+    For metadata that `acl_from_metadata` reads without error, `filter_admits` says what
+    `permitted` says of the chunk it becomes. `InputError` when the policy requires a
+    principal and there is none.
 
     >>> filter_admits(permit_filter(Principal(tenant="acme")), {"tenant": "globex"})
     False
@@ -196,10 +194,9 @@ def _token(tenant: str | None, group: str | None) -> str:
 def access_tokens(tenant: str | None, groups: frozenset[str] | None) -> list[str]:
     """What ingest writes under `ACCESS_KEY` for a chunk's ACL: one token per group it admits
     (paired with its tenant), sorted; never empty."""
-    tokens = [_token(tenant, group) for group in sorted(groups)] if groups is not None else []
     if groups is None:
-        tokens = [_token(tenant, None)]
-    return tokens or [_NOBODY]
+        return [_token(tenant, None)]
+    return [_token(tenant, group) for group in sorted(groups)] or [_NOBODY]
 
 
 def permit_tokens(principal: Principal | None, *, policy: AccessPolicy | None = None) -> list[str]:
