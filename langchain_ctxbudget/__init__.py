@@ -3,7 +3,8 @@
 `ContextBudgetRunnable` (an LCEL step), `ContextBudgetRetriever` (any retriever, budgeted
 for each call's principal), `ContextBudgetTransformer` and `ContextBudgetCompressor`
 (document post-processing), `TokenCountTransformer` (token counts stored at ingest),
-`trim_history` (chat history by whole turns);
+`trim_history` (chat history by whole turns), `AccessMarker` with the store filters of
+`langchain_ctxbudget.filters` (permission filters before retrieval);
 `langchain_ctxbudget.middleware.ContextBudgetMiddleware` for agents built with
 ``langchain`` 1.x. Thin: each converts LangChain objects, calls the `ctxbudget` core
 once, and converts back.
@@ -21,6 +22,7 @@ except ImportError as _error:
 
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget.compressor import ContextBudgetCompressor
+from langchain_ctxbudget.filters import AccessMarker
 from langchain_ctxbudget.history import history_trimmer, trim_history
 from langchain_ctxbudget.ingest import TokenCountTransformer
 from langchain_ctxbudget.retriever import ContextBudgetRetriever
@@ -30,6 +32,7 @@ from langchain_ctxbudget.transformer import ContextBudgetTransformer
 __version__ = _metadata.version("ctxbudget")
 
 __all__ = [
+    "AccessMarker",
     "ContextBudgetCompressor",
     "ContextBudgetRetriever",
     "ContextBudgetRunnable",

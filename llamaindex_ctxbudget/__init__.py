@@ -5,10 +5,11 @@ node it returns is one numbered source in a fence of its own), `ContextBudgetPro
 (response synthesizers pack whole sources, one fence per LLM call), `ContextBudgetMemory`
 (a chat memory for chat engines and agents whose history fits its budget), `TokenCounter`
 (an ingestion step that counts nodes once), `DocstoreLoader` (whole-document escalation
-from an index's docstore). Thin: each converts LlamaIndex objects and takes every rule
-from the `ctxbudget` core (ACLs, which principal, ingest counts, fences, numbers, what a
-message costs, which turns are sent); decisions are reported as LlamaIndex
-instrumentation events (`SourcesSelectedEvent`, `ContextPackedEvent`,
+from an index's docstore), `principal_filters` / `PrincipalRetriever` with `AccessMarker`
+(permission filters the vector store runs before retrieval). Thin: each converts
+LlamaIndex objects and takes every rule from the `ctxbudget` core (ACLs, which principal,
+ingest counts, fences, numbers, what a message costs, which turns are sent); decisions are
+reported as LlamaIndex instrumentation events (`SourcesSelectedEvent`, `ContextPackedEvent`,
 `HistoryTrimmedEvent`).
 """
 
@@ -28,6 +29,7 @@ from llamaindex_ctxbudget.events import (
     HistoryTrimmedEvent,
     SourcesSelectedEvent,
 )
+from llamaindex_ctxbudget.filters import AccessMarker, PrincipalRetriever, principal_filters
 from llamaindex_ctxbudget.ingestion import TokenCounter
 from llamaindex_ctxbudget.loader import DocstoreLoader
 from llamaindex_ctxbudget.memory import DEFAULT_SUMMARY_PROMPT, ContextBudgetMemory
@@ -43,6 +45,7 @@ __version__ = _metadata.version("ctxbudget")
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
+    "AccessMarker",
     "CitedNode",
     "ContextBudgetMemory",
     "ContextBudgetPostprocessor",
@@ -52,9 +55,11 @@ __all__ = [
     "FencedNode",
     "HistoryTrimmedEvent",
     "MetadataMapping",
+    "PrincipalRetriever",
     "SourcesSelectedEvent",
     "TokenCounter",
     "as_principal",
+    "principal_filters",
     "to_chunk",
 ]
 

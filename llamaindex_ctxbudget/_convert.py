@@ -19,7 +19,15 @@ from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ctxbudget import INGEST_COUNT_KEYS, Acl, Chunk, InputError, acl_from_metadata, ingest_count
+from ctxbudget import (
+    ACCESS_KEY,
+    INGEST_COUNT_KEYS,
+    Acl,
+    Chunk,
+    InputError,
+    acl_from_metadata,
+    ingest_count,
+)
 
 __all__ = [
     "INGEST_KEYS",
@@ -260,7 +268,7 @@ def to_chunk(
         fields["tokens"] = ingest_count(metadata, content, tokenizer)
     if isinstance(warnings := metadata.get(WARNINGS_KEY), str) and warnings:
         fields["parse_warnings"] = tuple(warnings.split("\n"))
-    taken = own.keys.union(INGEST_KEYS)
+    taken = own.keys.union(INGEST_KEYS, (ACCESS_KEY,))  # AccessMarker's tokens: not data
     rest = {key: value for key, value in metadata.items() if key not in taken}
     try:
         return Chunk(

@@ -24,6 +24,19 @@ from ctxbudget._errors import (
 from ctxbudget._estimates import EstimateTokenizer
 from ctxbudget._exact import MAX_PROVIDER_COUNTS
 from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_section
+from ctxbudget._filters import (
+    ACCESS_KEY,
+    AllOf,
+    AnyOf,
+    Matches,
+    Missing,
+    PermitFilter,
+    access_tokens,
+    filter_admits,
+    fold_filter,
+    permit_filter,
+    permit_tokens,
+)
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._models import ModelInfo, resolve_model
@@ -87,6 +100,7 @@ __version__ = _metadata.version("ctxbudget")
 _logging.getLogger("ctxbudget").addHandler(_logging.NullHandler())
 
 __all__ = [
+    "ACCESS_KEY",
     "CLAIMANTS",
     "CONTEXT_WINDOWS",
     "CONVERSATION_START",
@@ -95,11 +109,13 @@ __all__ = [
     "NO_SCOPE",
     "AccessPolicy",
     "Acl",
+    "AllOf",
     "Allocation",
     "AnthropicCount",
     "AnthropicMessage",
     "AnthropicPrompt",
     "AnthropicTool",
+    "AnyOf",
     "Assembled",
     "BedrockCount",
     "BedrockMessage",
@@ -130,13 +146,16 @@ __all__ = [
     "HistoryOptions",
     "HuggingFaceTokenizer",
     "InputError",
+    "Matches",
     "Message",
     "MessageStyle",
+    "Missing",
     "ModelInfo",
     "NoScope",
     "OpenAIMessage",
     "OpenAITool",
     "Order",
+    "PermitFilter",
     "Principal",
     "ProviderCount",
     "ProviderCountError",
@@ -157,18 +176,23 @@ __all__ = [
     "TrimmedHistory",
     "Turn",
     "VocabularyError",
+    "access_tokens",
     "acl_from_metadata",
     "count_method_of",
     "fence_rule",
     "fence_sources",
     "fence_untrusted",
+    "filter_admits",
     "flag_instructions",
+    "fold_filter",
     "get_tokenizer",
     "ingest_count",
     "ingest_metadata",
     "message_text",
     "neutralise",
     "neutralise_section",
+    "permit_filter",
+    "permit_tokens",
     "principal_for_call",
     "read_fenced",
     "read_fenced_all",
