@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, TypedDict
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -36,6 +36,7 @@ from langchain_ctxbudget._langchain import (
     assembled_report,
     call_principal,
     chunks_of,
+    cited_documents,
     documents_of,
     selection_report,
     tool_of,
@@ -43,14 +44,27 @@ from langchain_ctxbudget._langchain import (
 from langchain_ctxbudget._messages import Conversation, conversation_of
 from langchain_ctxbudget._model import model_budget, model_tokenizer
 from langchain_ctxbudget._summaries import Summarize, Summarizer, SummarizeWith, summarizer_of
+from langchain_ctxbudget.citations import FENCE_KEY, citation_of, fence_numbered
 
-__all__ = ["ContextBudgetRunnable"]
+__all__ = ["ContextBudgetRunnable", "SourcedContext"]
 
 _PROMPT_KEYS: Final = ("question", "documents", "history", "system", "tools", "examples", "memory")
 """The keys of the dict input; `question` is required unless `history` is continued."""
 
+
+
+class SourcedContext(TypedDict):
+    """The list input's output with ``output="context+sources"``."""
+
+    context: str
+    """The fenced, numbered sources block, as the default output."""
+    sources: list[Document]
+    """The sources it shows, in prompt order: each its rendered ``[n]`` source as
+    ``page_content`` with ``metadata["citation"] = n`` (what `CheckCitations` reads)."""
+
+
 Input = list[Document] | dict[str, Any]
-Output = str | ChatPromptValue
+Output = str | ChatPromptValue | SourcedContext
 
 
 class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
@@ -60,6 +74,12 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
       block as a `str`, chosen within the budget's ``retrieved`` allocation alone, so
       ``{"context": retriever | ctx, "question": RunnablePassthrough()} | prompt | model``
       works unchanged.
+      With ``output="context+sources"``: ``{"context": str, "sources": [Document]}``, the
+      block and the documents it shows (`SourcedContext`), for `CheckCitations` after the
+      model. Documents a ctxbudget component already selected (a
+      ``ContextualCompressionRetriever`` with `ContextBudgetCompressor`, the transformer,
+      `ContextBudgetRetriever`) are fenced as they are, their numbers unchanged, and
+      refused when the block would exceed the ``retrieved`` allocation.
     - A dict in (``question``, and optionally ``documents``, ``history`` as messages or
       message-likes, ``system``, ``tools``, ``examples``, ``memory``) → the whole prompt as
       a `ChatPromptValue`: the stable prefix as one system message first (the history's
@@ -98,6 +118,9 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     Leave False for providers that reject unknown content-block keys (OpenAI)."""
     mapping: MetadataMapping = Field(default_factory=MetadataMapping)
     """Which `Document.metadata` keys fill which `Chunk` field."""
+    output: Literal["context", "context+sources"] = "context"
+    """What the list input returns: the block (a str), or the block and its source documents
+    (`SourcedContext`)."""
     summarize: SummarizeWith | None = None
     """What writes the summaries standing where history messages were left out (dict input):
     a chat model (awaited with ``ainvoke`` by ``ainvoke``) or a function of the left-out
@@ -202,17 +225,62 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     def _words(self) -> int:
         return max(self.assembler.history.summary_tokens // 2, 1)
 
-    def _sources(self, input: object, principal: Principal | None) -> tuple[str, dict[str, Any]]:
+    def _sources(
+        self, input: object, principal: Principal | None
+    ) -> tuple[str | SourcedContext, dict[str, Any]]:
         if isinstance(input, Sequence) and not isinstance(input, str | bytes):
-            chunks = chunks_of(documents_of(input), self.mapping, self.assembler)
-            selection = self.assembler.select_sources(chunks, principal=principal)
-            return selection.text, selection_report(selection)
+            documents = documents_of(input)
+            if any(FENCE_KEY in document.metadata for document in documents):
+                text, sources, report = self._numbered(documents, principal)
+            else:
+                chunks = chunks_of(documents, self.mapping, self.assembler)
+                selection = self.assembler.select_sources(chunks, principal=principal)
+                text, report = selection.text, selection_report(selection)
+                sources = cited_documents(selection, documents, chunks, self.mapping)
+            if self.output == "context+sources":
+                return {"context": text, "sources": sources}, report
+            return text, report
         raise InputError(
             f"ContextBudgetRunnable takes a list of Documents (a retriever's output) or a dict "
             f"with {', '.join(_PROMPT_KEYS)}; got {type(input).__name__}"
         )
 
+    def _numbered(
+        self, documents: list[Document], principal: Principal | None
+    ) -> tuple[str, list[Document], dict[str, Any]]:
+        """Documents a ctxbudget component selected: fenced as they are, within the budget,
+        each permitted to this call's principal again (they may have been chosen for another)."""
+        text = fence_numbered(documents)
+        chunks = chunks_of(documents, self.mapping, self.assembler)
+        checked = self.assembler.select_sources(chunks, principal=principal, max_tokens=0)
+        forbidden = [d.id for d in checked.dropped if d.reason == "forbidden"]
+        if forbidden:
+            raise InputError(
+                f"numbered document(s) {', '.join(forbidden)} may not be seen by this call's "
+                "principal: they were selected for another; select for the principal asking"
+            )
+        tokens = self.assembler.counter.count(text)
+        # The limit a selection of this assembler is made under, by the core's own rule.
+        limit = self.assembler.select_sources([]).budget
+        if tokens > limit:
+            raise InputError(
+                f"the {len(documents)} numbered documents take {tokens} tokens fenced, over the "
+                f"{limit} of the retrieved allocation; give the component that selected them "
+                f"max_tokens={limit} or less (their numbers are never reassigned to drop some)"
+            )
+        sources = [
+            {"n": citation_of(i, d), "id": d.id, "document_id": None}
+            for i, d in enumerate(documents)
+        ]
+        report = {"budget": limit, "tokens": tokens, "numbered": True, "sources": sources}
+        return text, [d.model_copy(deep=True) for d in documents], report
+
     def _prompt(self, values: Mapping[str, Any], principal: Principal | None) -> _Prompt:
+        if self.output != "context":
+            raise InputError(
+                f"output={self.output!r} is for the list input (a retriever's documents); the "
+                "dict input returns the whole prompt, whose sources the report event lists"
+            )
         unknown = [key for key in values if key not in _PROMPT_KEYS]
         if unknown:
             raise InputError(

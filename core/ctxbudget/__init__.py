@@ -11,7 +11,7 @@ from importlib import metadata as _metadata
 from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
 from ctxbudget._budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
-from ctxbudget._citations import CitationCheck
+from ctxbudget._citations import CitationCheck, check_numbered
 from ctxbudget._conversation import HistoryOptions
 from ctxbudget._errors import (
     BudgetError,
@@ -132,6 +132,7 @@ __all__ = [
     "Turn",
     "VocabularyError",
     "acl_from_metadata",
+    "check_numbered",
     "count_method_of",
     "fence_rule",
     "fence_sources",
