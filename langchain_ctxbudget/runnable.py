@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypedDict
+from typing import Any, Final, TypedDict
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -46,15 +46,14 @@ from langchain_ctxbudget._model import model_budget, model_tokenizer
 from langchain_ctxbudget._summaries import Summarize, Summarizer, SummarizeWith, summarizer_of
 from langchain_ctxbudget.citations import FENCE_KEY, citation_of, fence_numbered
 
-__all__ = ["ContextBudgetRunnable", "SourcedContext"]
+__all__ = ["ContextBudgetRunnable", "ContextWithSources", "SourcedContext"]
 
 _PROMPT_KEYS: Final = ("question", "documents", "history", "system", "tools", "examples", "memory")
 """The keys of the dict input; `question` is required unless `history` is continued."""
 
 
-
 class SourcedContext(TypedDict):
-    """The list input's output with ``output="context+sources"``."""
+    """What `ContextBudgetRunnable.with_sources` returns: the block and what it shows."""
 
     context: str
     """The fenced, numbered sources block, as the default output."""
@@ -64,7 +63,7 @@ class SourcedContext(TypedDict):
 
 
 Input = list[Document] | dict[str, Any]
-Output = str | ChatPromptValue | SourcedContext
+Output = str | ChatPromptValue
 
 
 class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
@@ -74,9 +73,9 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
       block as a `str`, chosen within the budget's ``retrieved`` allocation alone, so
       ``{"context": retriever | ctx, "question": RunnablePassthrough()} | prompt | model``
       works unchanged.
-      With ``output="context+sources"``: ``{"context": str, "sources": [Document]}``, the
-      block and the documents it shows (`SourcedContext`), for `CheckCitations` after the
-      model. Documents a ctxbudget component already selected (a
+      `with_sources` gives ``{"context": str, "sources": [Document]}`` instead, the block
+      and the documents it shows, for `CheckCitations` after the model. Documents a
+      ctxbudget component already selected (a
       ``ContextualCompressionRetriever`` with `ContextBudgetCompressor`, the transformer,
       `ContextBudgetRetriever`) are fenced as they are, their numbers unchanged, and
       refused when the block would exceed the ``retrieved`` allocation.
@@ -118,9 +117,6 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     Leave False for providers that reject unknown content-block keys (OpenAI)."""
     mapping: MetadataMapping = Field(default_factory=MetadataMapping)
     """Which `Document.metadata` keys fill which `Chunk` field."""
-    output: Literal["context", "context+sources"] = "context"
-    """What the list input returns: the block (a str), or the block and its source documents
-    (`SourcedContext`)."""
     summarize: SummarizeWith | None = None
     """What writes the summaries standing where history messages were left out (dict input):
     a chat model (awaited with ``ainvoke`` by ``ainvoke``) or a function of the left-out
@@ -199,7 +195,7 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
                 summarize = self._summarizer.sync(prompt.conversation, words=self._words())
             output, report = prompt.result(prompt.assemble(summarize))
         else:
-            output, report = self._sources(input, principal)
+            output, _, report = self._sources(input, principal)
         dispatch_custom_event(REPORT_EVENT, report, config=config)
         return output
 
@@ -218,16 +214,22 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
                 )
             output, report = prompt.result(assembled)
         else:
-            output, report = self._sources(input, principal)
+            output, _, report = self._sources(input, principal)
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
         return output
+
+    def with_sources(self) -> ContextWithSources:
+        """This runnable for a retriever's documents, returning the block and the documents it
+        shows (``{"context": str, "sources": [Document]}``) for `CheckCitations` after the
+        model; `create_retrieval_chain` keeps its ``context`` documents the same way."""
+        return ContextWithSources(context=self)
 
     def _words(self) -> int:
         return max(self.assembler.history.summary_tokens // 2, 1)
 
     def _sources(
         self, input: object, principal: Principal | None
-    ) -> tuple[str | SourcedContext, dict[str, Any]]:
+    ) -> tuple[str, list[Document], dict[str, Any]]:
         if isinstance(input, Sequence) and not isinstance(input, str | bytes):
             documents = documents_of(input)
             if any(FENCE_KEY in document.metadata for document in documents):
@@ -237,9 +239,7 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
                 selection = self.assembler.select_sources(chunks, principal=principal)
                 text, report = selection.text, selection_report(selection)
                 sources = cited_documents(selection, documents, chunks, self.mapping)
-            if self.output == "context+sources":
-                return {"context": text, "sources": sources}, report
-            return text, report
+            return text, sources, report
         raise InputError(
             f"ContextBudgetRunnable takes a list of Documents (a retriever's output) or a dict "
             f"with {', '.join(_PROMPT_KEYS)}; got {type(input).__name__}"
@@ -276,11 +276,6 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
         return text, [d.model_copy(deep=True) for d in documents], report
 
     def _prompt(self, values: Mapping[str, Any], principal: Principal | None) -> _Prompt:
-        if self.output != "context":
-            raise InputError(
-                f"output={self.output!r} is for the list input (a retriever's documents); the "
-                "dict input returns the whole prompt, whose sources the report event lists"
-            )
         unknown = [key for key in values if key not in _PROMPT_KEYS]
         if unknown:
             raise InputError(
@@ -322,6 +317,49 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
             system=system or None,
             principal=principal,
         )
+
+
+class ContextWithSources(RunnableSerializable[list[Document], SourcedContext]):
+    """`ContextBudgetRunnable.with_sources`: the list input's block and its source documents."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    context: ContextBudgetRunnable
+    """The runnable whose block and sources are returned."""
+
+    def invoke(
+        self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> SourcedContext:
+        """The block and the documents it shows, as `ContextBudgetRunnable` builds them."""
+        return self._call_with_config(self._run, input, config, run_type="prompt")
+
+    async def ainvoke(
+        self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> SourcedContext:
+        """`invoke`, dispatching the report event on the async callback path."""
+        return await self._acall_with_config(self._arun, input, config, run_type="prompt")
+
+    def _selected(self, input: object, config: RunnableConfig) -> tuple[SourcedContext, Any]:
+        principal = call_principal(self.context.principal, config)
+        text, sources, report = self.context._sources(input, principal)
+        return {"context": text, "sources": sources}, report
+
+    def _run(
+        self, input: list[Document], run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> SourcedContext:
+        output, report = self._selected(input, config)
+        dispatch_custom_event(REPORT_EVENT, report, config=config)
+        return output
+
+    async def _arun(
+        self,
+        input: list[Document],
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> SourcedContext:
+        output, report = self._selected(input, config)
+        await adispatch_custom_event(REPORT_EVENT, report, config=config)
+        return output
 
 
 @dataclass(frozen=True)
