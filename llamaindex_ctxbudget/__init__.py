@@ -5,11 +5,11 @@ node it returns is one numbered source in a fence of its own), `ContextBudgetPro
 (response synthesizers pack whole sources, one fence per LLM call), `ContextBudgetMemory`
 (a chat memory for chat engines and agents whose history fits its budget), `TokenCounter`
 (an ingestion step that counts nodes once), `DocstoreLoader` (whole-document escalation
-from an index's docstore). Thin: each converts LlamaIndex objects and takes every rule
-from the `ctxbudget` core (ACLs, which principal, ingest counts, fences, numbers, what a
-message costs, which turns are sent); decisions are reported as LlamaIndex
-instrumentation events (`SourcesSelectedEvent`, `ContextPackedEvent`,
-`HistoryTrimmedEvent`).
+from an index's docstore), `check_response_citations` (an answer's ``[n]`` against the
+numbers its source nodes were shown under). Thin: each converts LlamaIndex objects and
+takes every rule from the `ctxbudget` core (ACLs, which principal, ingest counts, fences,
+numbers, what a message costs, which turns are sent); decisions are reported as LlamaIndex
+instrumentation events (`SourcesSelectedEvent`, `ContextPackedEvent`, `HistoryTrimmedEvent`).
 """
 
 from importlib import metadata as _metadata
@@ -23,6 +23,7 @@ except ImportError as _error:
     ) from _error
 
 from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
+from llamaindex_ctxbudget.citations import Answered, check_response_citations, source_numbers
 from llamaindex_ctxbudget.events import (
     ContextPackedEvent,
     HistoryTrimmedEvent,
@@ -43,6 +44,7 @@ __version__ = _metadata.version("ctxbudget")
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
+    "Answered",
     "CitedNode",
     "ContextBudgetMemory",
     "ContextBudgetPostprocessor",
@@ -55,6 +57,8 @@ __all__ = [
     "SourcesSelectedEvent",
     "TokenCounter",
     "as_principal",
+    "check_response_citations",
+    "source_numbers",
     "to_chunk",
 ]
 
