@@ -23,7 +23,7 @@ except ImportError as _error:
     ) from _error
 
 from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
-from llamaindex_ctxbudget.citations import Answered, check_response_citations, source_numbers
+from llamaindex_ctxbudget.citations import check_response_citations, source_numbers
 from llamaindex_ctxbudget.events import (
     ContextPackedEvent,
     HistoryTrimmedEvent,
@@ -44,7 +44,6 @@ __version__ = _metadata.version("ctxbudget")
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
-    "Answered",
     "CitedNode",
     "ContextBudgetMemory",
     "ContextBudgetPostprocessor",

@@ -12,25 +12,19 @@ number (as untrusted data) and can be cited by none.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
+from llama_index.core.base.response.schema import (
+    RESPONSE_TYPE,
+    AsyncStreamingResponse,
+    PydanticResponse,
+    StreamingResponse,
+)
+from llama_index.core.chat_engine.types import AgentChatResponse
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from ctxbudget import CitationCheck, InputError, check_numbered, read_fenced
 
-__all__ = ["Answered", "check_response_citations", "source_numbers"]
-
-
-class Answered(Protocol):
-    """What a query engine's `Response` and a chat engine's `AgentChatResponse` share."""
-
-    @property
-    def response(self) -> str | None:
-        """The answer's text."""
-
-    @property
-    def source_nodes(self) -> Sequence[NodeWithScore]:
-        """The nodes the answer was written from."""
+__all__ = ["check_response_citations", "source_numbers"]
 
 
 def source_numbers(nodes: Sequence[NodeWithScore]) -> list[int]:
@@ -44,19 +38,29 @@ def source_numbers(nodes: Sequence[NodeWithScore]) -> list[int]:
     return numbers
 
 
-def check_response_citations(response: Answered) -> CitationCheck:
-    """The ``[n]`` citations of ``response.response`` against the numbers its
-    ``source_nodes`` were shown under (`ctxbudget.CitationCheck`).
+def _text(response: RESPONSE_TYPE | AgentChatResponse) -> str:
+    if isinstance(response, StreamingResponse | PydanticResponse):
+        text = response.get_response().response  # reads a stream to its end, as str() does
+    elif isinstance(response, AsyncStreamingResponse):
+        text = response.response_txt
+    else:
+        text = response.response
+    if text is None:
+        raise InputError(
+            "the response has no text yet: for an async streaming response, check the "
+            "response that `await response.get_response()` returns"
+        )
+    return text
+
+
+def check_response_citations(response: RESPONSE_TYPE | AgentChatResponse) -> CitationCheck:
+    """The ``[n]`` citations of a query engine's (or chat engine's) answer against the
+    numbers its ``source_nodes`` were shown under (`ctxbudget.CitationCheck`).
 
     >>> check_response_citations(engine.query("How long?")).unknown  # doctest: +SKIP
     ()
     """
-    text = response.response
-    if text is None:
-        raise InputError(
-            "the response has no text yet: for a streaming response, check "
-            "response.get_response() once the stream is read"
-        )
+    text = _text(response)
     numbers = source_numbers(response.source_nodes)
     if response.source_nodes and not numbers:
         raise InputError(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from llama_index.core import get_response_synthesizer
 from llama_index.core.base.base_query_engine import BaseQueryEngine
-from llama_index.core.base.response.schema import Response
+from llama_index.core.base.response.schema import Response, StreamingResponse
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.response_synthesizers import ResponseMode
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -122,6 +122,20 @@ def test_response_without_the_postprocessor_is_refused() -> None:
 def test_response_without_text_is_refused() -> None:
     with pytest.raises(InputError, match="the response has no text yet"):
         check_response_citations(Response(response=None, source_nodes=[]))
+
+
+def test_streaming_response_is_checked_once_read() -> None:
+    llm = recording_llm(None, window=2_000)  # streams its prompt back: it cites every source
+    synthesizer = get_response_synthesizer(llm=llm, streaming=True)
+    first = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, max_tokens=600)
+    engine = build_index().as_query_engine(
+        llm=llm, node_postprocessors=[first], response_synthesizer=synthesizer
+    )
+    response = engine.query("When do the warehouses open?")
+    assert isinstance(response, StreamingResponse)
+    check = check_response_citations(response)
+    assert check.cited == tuple(sorted(source_numbers(response.source_nodes)))
+    assert check.uncited == ()
 
 
 def test_response_without_source_nodes_cites_nothing_known() -> None:
