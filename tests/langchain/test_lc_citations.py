@@ -12,6 +12,7 @@ from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
+from langchain_text_splitters import MarkdownHeaderTextSplitter
 
 from ctxbudget import ContextAssembler, InputError, Principal
 from langchain_ctxbudget import (
@@ -20,8 +21,10 @@ from langchain_ctxbudget import (
     ContextBudgetRunnable,
     ContextBudgetTransformer,
     ContextWithSources,
+    MetadataMapping,
     fence_numbered,
 )
+from langchain_ctxbudget._convert import to_chunks
 from tests.langchain.conftest import (
     PROMPT,
     RecordingChatModel,
@@ -257,3 +260,63 @@ def test_numbered_documents_with_context_sources_return_copies(
     out = _context_sources(assembler).invoke(documents)
     assert out["sources"] == documents
     assert all(a is not b for a, b in zip(out["sources"], documents, strict=True))
+
+
+# --- heading paths from MarkdownHeaderTextSplitter ------------------------------------------
+
+_HANDBOOK_MD = (
+    "# Security handbook\nWho owns security.\n\n## Keys\nRotate keys every 90 days.\n\n"
+    "### Storage\nKeep keys in the vault."
+)
+
+
+def _split_handbook() -> list[Document]:
+    levels = [("#", "Header 1"), ("##", "Header 2"), ("###", "Header 3")]
+    return MarkdownHeaderTextSplitter(levels).split_text(_HANDBOOK_MD)
+
+
+def test_markdown_header_keys_become_the_heading_path_the_model_sees(
+    assembler: ContextAssembler, model: RecordingChatModel
+) -> None:
+    ctx = ContextBudgetRunnable(assembler=assembler)
+    retriever = vector_retriever(_split_handbook())
+    chain = {"context": retriever | ctx, "question": RunnablePassthrough()} | PROMPT | model
+    chain.invoke("Where are keys kept?")
+    lines = _received(model).splitlines()
+    headers = sorted(line.partition(" ")[2] for line in lines if _HEADER.match(line))
+    assert headers == [
+        "Security handbook",
+        "Security handbook > Keys",
+        "Security handbook > Keys > Storage",
+    ]
+
+
+def test_markdown_header_keys_under_a_title_do_not_repeat_it(assembler: ContextAssembler) -> None:
+    documents = _split_handbook()
+    for document in documents:
+        document.metadata["title"] = "Security handbook"
+    block = ContextBudgetRunnable(assembler=assembler).invoke(documents)
+    assert "[3] Security handbook — Keys > Storage\n" in block
+    assert block.count("Security handbook") == 3
+
+
+def test_markdown_header_keys_are_not_passed_through_as_metadata() -> None:
+    [chunk] = to_chunks([(None, "x", {"Header 1": "A", "Header 2": "B", "lang": "en"})])
+    assert chunk.heading_path == ("A", "B")
+    assert chunk.metadata == {"lang": "en"}
+
+
+def test_markdown_header_keys_yield_to_a_heading_path_key() -> None:
+    [chunk] = to_chunks([(None, "x", {"Header 1": "A", "heading_path": ["Z"]})])
+    assert chunk.heading_path == ("Z",)
+
+
+def test_markdown_header_keys_of_other_names_are_mapped() -> None:
+    mapping = MetadataMapping(heading_levels=("h1", "h2"))
+    [chunk] = to_chunks([(None, "x", {"h1": "A", "h2": "B"})], mapping)
+    assert chunk.heading_path == ("A", "B")
+
+
+def test_markdown_header_key_mapped_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="'Header 1' is mapped to both 'heading_path'"):
+        MetadataMapping(heading_path=("Header 1",))

@@ -4,19 +4,21 @@ against them; on a real `VectorStoreIndex` query engine, in every response mode.
 from __future__ import annotations
 
 import pytest
-from llama_index.core import get_response_synthesizer
+from llama_index.core import Document, VectorStoreIndex, get_response_synthesizer
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import Response, StreamingResponse
+from llama_index.core.node_parser import MarkdownNodeParser
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.response_synthesizers import ResponseMode
-from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
-from ctxbudget import InputError
+from ctxbudget import ContextAssembler, InputError
 from llamaindex_ctxbudget import (
     ContextBudgetPostprocessor,
     ContextBudgetPromptHelper,
     check_response_citations,
     source_numbers,
+    to_chunk,
 )
 from tests.llamaindex.li_support import (
     FACTS,
@@ -141,3 +143,57 @@ def test_streaming_response_is_checked_once_read() -> None:
 def test_response_without_source_nodes_cites_nothing_known() -> None:
     check = check_response_citations(Response(response="[1]", source_nodes=[]))
     assert check.unknown == (1,)
+
+
+# --- heading paths from MarkdownNodeParser ----------------------------------------------------
+
+_HANDBOOK_MD = (
+    "# Security handbook\nWho owns security.\n\n## Keys\nRotate keys every 90 days.\n\n"
+    "### Storage\nKeep keys in the vault."
+)
+
+
+def _handbook_nodes(**metadata: str) -> list[BaseNode]:
+    document = Document(text=_HANDBOOK_MD, metadata=metadata)
+    return MarkdownNodeParser().get_nodes_from_documents([document])
+
+
+def test_markdown_header_path_includes_the_sections_own_heading_in_the_prompt() -> None:
+    llm = recording_llm(window=2_000)
+    postprocessor = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm)
+    engine = VectorStoreIndex(_handbook_nodes()).as_query_engine(
+        llm=llm, similarity_top_k=3, node_postprocessors=[postprocessor]
+    )
+    engine.query("Where are keys kept?")
+    [prompt] = llm.prompts
+    headers = {line.partition(" ")[2] for line in prompt.splitlines() if numbers(line)}
+    assert headers == {
+        "Security handbook",
+        "Security handbook > Keys",
+        "Security handbook > Keys > Storage",
+    }
+
+
+def test_markdown_header_path_under_a_title_does_not_repeat_it() -> None:
+    chunks = [to_chunk(node) for node in _handbook_nodes(title="Security handbook")]
+    assert [c.heading_path for c in chunks] == [
+        ("Security handbook",),
+        ("Security handbook", "Keys"),
+        ("Security handbook", "Keys", "Storage"),
+    ]
+    selection = ContextAssembler(tokenizer="o200k_base").select_sources(chunks)
+    assert [s.text.partition("\n")[0] for s in selection.sources] == [
+        "[1] Security handbook",
+        "[2] Security handbook — Keys",
+        "[3] Security handbook — Keys > Storage",
+    ]
+
+
+def test_header_path_of_a_node_not_opening_with_a_heading_is_kept_as_is() -> None:
+    node = TextNode(text="Plain text.", metadata={"header_path": "/A/B/"})
+    assert to_chunk(node).heading_path == ("A", "B")
+
+
+def test_header_path_as_a_list_is_kept_as_is() -> None:
+    node = TextNode(text="# C\nText.", metadata={"header_path": ["A", "B"]})
+    assert to_chunk(node).heading_path == ("A", "B")
