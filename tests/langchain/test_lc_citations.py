@@ -296,6 +296,7 @@ def test_markdown_header_keys_under_a_title_do_not_repeat_it(assembler: ContextA
     for document in documents:
         document.metadata["title"] = "Security handbook"
     block = ContextBudgetRunnable(assembler=assembler).invoke(documents)
+    assert isinstance(block, str)
     assert "[3] Security handbook — Keys > Storage\n" in block
     assert block.count("Security handbook") == 3
 
