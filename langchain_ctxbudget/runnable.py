@@ -30,6 +30,7 @@ from ctxbudget import (
     Tokenizer,
     Tool,
 )
+from ctxbudget._sources.permit import permitted  # the core's permit rule, not yet exported
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget._langchain import (
     REPORT_EVENT,
@@ -252,8 +253,8 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
         each permitted to this call's principal again (they may have been chosen for another)."""
         text = fence_numbered(documents)
         chunks = chunks_of(documents, self.mapping, self.assembler)
-        checked = self.assembler.select_sources(chunks, principal=principal, max_tokens=0)
-        forbidden = [d.id for d in checked.dropped if d.reason == "forbidden"]
+        access = self.assembler.sources.access
+        forbidden = [c.id for c in chunks if not permitted(c, principal, access)]
         if forbidden:
             raise InputError(
                 f"numbered document(s) {', '.join(forbidden)} may not be seen by this call's "

@@ -4,6 +4,7 @@ and the model's answer checked against what it was shown."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from typing import Any
 
@@ -321,3 +322,12 @@ def test_markdown_header_keys_of_other_names_are_mapped() -> None:
 def test_markdown_header_key_mapped_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="'Header 1' is mapped to both 'heading_path'"):
         MetadataMapping(heading_path=("Header 1",))
+
+
+def test_numbered_documents_are_fenced_without_a_warning(
+    assembler: ContextAssembler, caplog: pytest.LogCaptureFixture
+) -> None:
+    documents = _numbered(assembler, _handbook())
+    with caplog.at_level(logging.WARNING, logger="ctxbudget"):
+        ContextBudgetRunnable(assembler=assembler).invoke(documents)
+    assert caplog.records == []
