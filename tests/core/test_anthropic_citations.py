@@ -13,6 +13,8 @@ from typing import Any
 import anthropic
 import pytest
 from anthropic.types import Message
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxbudget import (
     Allocation,
@@ -242,3 +244,30 @@ def test_citation_of_a_document_location_is_refused() -> None:
     }
     with pytest.raises(InputError, match="cites a 'char_location'"):
         result.anthropic_citations(_reply([char]))
+
+
+_CONTENT = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc")) | st.sampled_from("\n<>[]/"),
+    min_size=1,
+    max_size=80,
+).filter(str.strip)
+
+
+@given(contents=st.lists(_CONTENT, min_size=1, max_size=4))
+def test_search_result_request_is_the_text_form_in_blocks(contents: list[str]) -> None:
+    chunks = [Chunk(id=f"c{i}", content=c, score=1.0 - i / 10) for i, c in enumerate(contents)]
+    # Sources take at most 400 of 600 tokens: the room left holds each "[n]" again.
+    budget = Budget(total=600, allocations=(Allocation("retrieved", max=400, priority=1),))
+    result = ContextAssembler(tokenizer=TOKENIZER, budget=budget).assemble(
+        question=QUESTION, chunks=chunks
+    )
+    prompt: Any = result.search_result_messages(TOKENIZER)
+    content = prompt["messages"][-1]["content"]
+    sources = [b for b in content if b["type"] == "search_result"]
+    assert [f"{b['title']}\n{b['content'][0]['text']}" for b in sources] == [
+        s.text for s in result.sources
+    ]
+    assert "</retrieved_documents>" not in "".join(b["content"][0]["text"] for b in sources)
+    if sources:
+        texts = [b["text"] for b in content if b["type"] == "text"]
+        assert texts[-2] + "\n\n".join(s.text for s in result.sources) + texts[-1] == result.tail

@@ -9,6 +9,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
@@ -331,3 +333,17 @@ def test_numbered_documents_are_fenced_without_a_warning(
     with caplog.at_level(logging.WARNING, logger="ctxbudget"):
         ContextBudgetRunnable(assembler=assembler).invoke(documents)
     assert caplog.records == []
+
+
+_SELECTED = _numbered(ContextAssembler(tokenizer="gpt-4o", budget=small_budget()), corpus())
+
+
+@given(picked=st.permutations(range(len(_SELECTED))), keep=st.integers(1, len(_SELECTED)))
+def test_numbered_documents_any_subset_in_any_order_keep_their_numbers(
+    picked: list[int], keep: int
+) -> None:
+    documents = [_SELECTED[i] for i in picked[:keep]]
+    block = fence_numbered(documents)
+    assert [int(n) for n in _HEADER.findall(block)] == [d.metadata["citation"] for d in documents]
+    assert all(block.count(d.page_content) == 1 for d in documents)
+    assert block.count("<retrieved_documents>") == 1
