@@ -3,7 +3,8 @@
 `ContextBudgetRunnable` (an LCEL step), `ContextBudgetRetriever` (any retriever, budgeted
 for each call's principal), `ContextBudgetTransformer` and `ContextBudgetCompressor`
 (document post-processing), `TokenCountTransformer` (token counts stored at ingest),
-`trim_history` (chat history by whole turns), `AccessMarker` with the store filters of
+`trim_history` (chat history by whole turns), `CheckCitations` (an answer's ``[n]``
+checked against the sources it was shown), `AccessMarker` with the store filters of
 `langchain_ctxbudget.filters` (permission filters before retrieval);
 `langchain_ctxbudget.middleware.ContextBudgetMiddleware` for agents built with
 ``langchain`` 1.x. Thin: each converts LangChain objects, calls the `ctxbudget` core
@@ -21,24 +22,33 @@ except ImportError as _error:
     ) from _error
 
 from langchain_ctxbudget._convert import MetadataMapping
+from langchain_ctxbudget.citations import CheckCitations, fence_numbered
 from langchain_ctxbudget.compressor import ContextBudgetCompressor
 from langchain_ctxbudget.filters import AccessMarker
 from langchain_ctxbudget.history import history_trimmer, trim_history
 from langchain_ctxbudget.ingest import TokenCountTransformer
 from langchain_ctxbudget.retriever import ContextBudgetRetriever
-from langchain_ctxbudget.runnable import ContextBudgetRunnable
+from langchain_ctxbudget.runnable import (
+    ContextBudgetRunnable,
+    ContextWithSources,
+    SourcedContext,
+)
 from langchain_ctxbudget.transformer import ContextBudgetTransformer
 
 __version__ = _metadata.version("ctxbudget")
 
 __all__ = [
     "AccessMarker",
+    "CheckCitations",
     "ContextBudgetCompressor",
     "ContextBudgetRetriever",
     "ContextBudgetRunnable",
     "ContextBudgetTransformer",
+    "ContextWithSources",
     "MetadataMapping",
+    "SourcedContext",
     "TokenCountTransformer",
+    "fence_numbered",
     "history_trimmer",
     "trim_history",
 ]

@@ -26,6 +26,8 @@ RawDocument = tuple[str | None, str, Mapping[str, Any]]
 _Keys = tuple[str, ...]
 
 _ACL_FIELDS: Final = ("tenant", "groups")
+_NOT_FIELDS: Final = ("heading_levels",)
+"""Mapping entries that fill a `Chunk` field by a rule of their own, not key by key."""
 
 
 class MetadataMapping(BaseModel):
@@ -52,6 +54,11 @@ class MetadataMapping(BaseModel):
     heading_path: _Keys = Field(
         default=("heading_path", "headers"),
         description='Section headings: a list of str, or one str such as "A > B".',
+    )
+    heading_levels: _Keys = Field(
+        default=tuple(f"Header {level}" for level in range(1, 7)),
+        description="Keys of one heading each, outermost first (MarkdownHeaderTextSplitter's "
+        '"Header 1", "Header 2", ...): the heading path, when no `heading_path` key is set.',
     )
     ordinal: _Keys = Field(
         default=("ordinal", "chunk_index", "start_index"),
@@ -143,7 +150,7 @@ def _to_chunk(
     used: dict[str, str] = {}
     taken: set[str] = set(acl.keys)
     for field, keys in mapping._fields():
-        if field in _ACL_FIELDS:
+        if field in _ACL_FIELDS or field in _NOT_FIELDS:
             continue
         present = next((key for key in keys if metadata.get(key) is not None), None)
         if present is not None:
@@ -152,6 +159,12 @@ def _to_chunk(
             shape = _SHAPE.get(field)
             value = metadata[present]
             fields[field] = shape(value) if shape else value
+    if "heading_path" not in used:
+        levels = [key for key in mapping.heading_levels if metadata.get(key) is not None]
+        if levels:
+            used["heading_path"] = levels[0]
+            taken.update(levels)
+            fields["heading_path"] = tuple(metadata[key] for key in levels)
     if tokenizer is not None:
         fields["tokens"] = ingest_count(metadata, content, tokenizer)
     rest = {key: value for key, value in metadata.items() if key not in taken}
@@ -194,6 +207,8 @@ def metadata_of(chunk: Chunk, mapping: MetadataMapping | None = None) -> dict[st
     mapping = MetadataMapping() if mapping is None else mapping
     out: dict[str, Any] = dict(chunk.metadata)
     for field, keys in mapping._fields():
+        if field in _NOT_FIELDS:
+            continue
         value = getattr(chunk, field)
         if (
             not keys

@@ -128,7 +128,9 @@ def cited_documents(
     mapping: MetadataMapping,
 ) -> list[Document]:
     """The selected sources as new Documents in prompt order: the rendered source as
-    ``page_content`` and ``metadata["citation"] = n``. Inputs are copied, never changed.
+    ``page_content``, ``metadata["citation"] = n`` and ``metadata["fence"]``, what opens
+    the selection's fence (`langchain_ctxbudget.citations.fence_numbered` reads both). Inputs
+    are copied, never changed.
 
     An escalated whole document (not among the inputs) gets the metadata of the chunk
     the loader returned and ``metadata["covers"]``, the ids of the chunks it replaces.
@@ -145,6 +147,7 @@ def cited_documents(
             metadata = dict(original.metadata)
             document_id = original.id
         metadata["citation"] = source.n
+        metadata["fence"] = selection.fence_open
         out.append(Document(page_content=source.text, metadata=metadata, id=document_id))
     return out
 

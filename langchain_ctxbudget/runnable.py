@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -30,12 +30,14 @@ from ctxbudget import (
     Tokenizer,
     Tool,
 )
+from ctxbudget._sources.permit import permitted  # the core's permit rule, not yet exported
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget._langchain import (
     REPORT_EVENT,
     assembled_report,
     call_principal,
     chunks_of,
+    cited_documents,
     documents_of,
     selection_report,
     tool_of,
@@ -43,11 +45,23 @@ from langchain_ctxbudget._langchain import (
 from langchain_ctxbudget._messages import Conversation, conversation_of
 from langchain_ctxbudget._model import model_budget, model_tokenizer
 from langchain_ctxbudget._summaries import Summarize, Summarizer, SummarizeWith, summarizer_of
+from langchain_ctxbudget.citations import FENCE_KEY, citation_of, fence_numbered
 
-__all__ = ["ContextBudgetRunnable"]
+__all__ = ["ContextBudgetRunnable", "ContextWithSources", "SourcedContext"]
 
 _PROMPT_KEYS: Final = ("question", "documents", "history", "system", "tools", "examples", "memory")
 """The keys of the dict input; `question` is required unless `history` is continued."""
+
+
+class SourcedContext(TypedDict):
+    """What `ContextBudgetRunnable.with_sources` returns: the block and what it shows."""
+
+    context: str
+    """The fenced, numbered sources block, as the default output."""
+    sources: list[Document]
+    """The sources it shows, in prompt order: each its rendered ``[n]`` source as
+    ``page_content`` with ``metadata["citation"] = n`` (what `CheckCitations` reads)."""
+
 
 Input = list[Document] | dict[str, Any]
 Output = str | ChatPromptValue
@@ -60,6 +74,12 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
       block as a `str`, chosen within the budget's ``retrieved`` allocation alone, so
       ``{"context": retriever | ctx, "question": RunnablePassthrough()} | prompt | model``
       works unchanged.
+      `with_sources` gives ``{"context": str, "sources": [Document]}`` instead, the block
+      and the documents it shows, for `CheckCitations` after the model. Documents a
+      ctxbudget component already selected (a
+      ``ContextualCompressionRetriever`` with `ContextBudgetCompressor`, the transformer,
+      `ContextBudgetRetriever`) are fenced as they are, their numbers unchanged, and
+      refused when the block would exceed the ``retrieved`` allocation.
     - A dict in (``question``, and optionally ``documents``, ``history`` as messages or
       message-likes, ``system``, ``tools``, ``examples``, ``memory``) → the whole prompt as
       a `ChatPromptValue`: the stable prefix as one system message first (the history's
@@ -176,7 +196,7 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
                 summarize = self._summarizer.sync(prompt.conversation, words=self._words())
             output, report = prompt.result(prompt.assemble(summarize))
         else:
-            output, report = self._sources(input, principal)
+            output, _, report = self._sources(input, principal)
         dispatch_custom_event(REPORT_EVENT, report, config=config)
         return output
 
@@ -195,22 +215,66 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
                 )
             output, report = prompt.result(assembled)
         else:
-            output, report = self._sources(input, principal)
+            output, _, report = self._sources(input, principal)
         await adispatch_custom_event(REPORT_EVENT, report, config=config)
         return output
+
+    def with_sources(self) -> ContextWithSources:
+        """This runnable for a retriever's documents, returning the block and the documents it
+        shows (``{"context": str, "sources": [Document]}``) for `CheckCitations` after the
+        model; `create_retrieval_chain` keeps its ``context`` documents the same way."""
+        return ContextWithSources(context=self)
 
     def _words(self) -> int:
         return max(self.assembler.history.summary_tokens // 2, 1)
 
-    def _sources(self, input: object, principal: Principal | None) -> tuple[str, dict[str, Any]]:
+    def _sources(
+        self, input: object, principal: Principal | None
+    ) -> tuple[str, list[Document], dict[str, Any]]:
         if isinstance(input, Sequence) and not isinstance(input, str | bytes):
-            chunks = chunks_of(documents_of(input), self.mapping, self.assembler)
-            selection = self.assembler.select_sources(chunks, principal=principal)
-            return selection.text, selection_report(selection)
+            documents = documents_of(input)
+            if any(FENCE_KEY in document.metadata for document in documents):
+                text, sources, report = self._numbered(documents, principal)
+            else:
+                chunks = chunks_of(documents, self.mapping, self.assembler)
+                selection = self.assembler.select_sources(chunks, principal=principal)
+                text, report = selection.text, selection_report(selection)
+                sources = cited_documents(selection, documents, chunks, self.mapping)
+            return text, sources, report
         raise InputError(
             f"ContextBudgetRunnable takes a list of Documents (a retriever's output) or a dict "
             f"with {', '.join(_PROMPT_KEYS)}; got {type(input).__name__}"
         )
+
+    def _numbered(
+        self, documents: list[Document], principal: Principal | None
+    ) -> tuple[str, list[Document], dict[str, Any]]:
+        """Documents a ctxbudget component selected: fenced as they are, within the budget,
+        each permitted to this call's principal again (they may have been chosen for another)."""
+        text = fence_numbered(documents)
+        chunks = chunks_of(documents, self.mapping, self.assembler)
+        access = self.assembler.sources.access
+        forbidden = [c.id for c in chunks if not permitted(c, principal, access)]
+        if forbidden:
+            raise InputError(
+                f"numbered document(s) {', '.join(forbidden)} may not be seen by this call's "
+                "principal: they were selected for another; select for the principal asking"
+            )
+        tokens = self.assembler.counter.count(text)
+        # The limit a selection of this assembler is made under, by the core's own rule.
+        limit = self.assembler.select_sources([]).budget
+        if tokens > limit:
+            raise InputError(
+                f"the {len(documents)} numbered documents take {tokens} tokens fenced, over the "
+                f"{limit} of the retrieved allocation; give the component that selected them "
+                f"max_tokens={limit} or less (their numbers are never reassigned to drop some)"
+            )
+        sources = [
+            {"n": citation_of(i, d), "id": d.id, "document_id": None}
+            for i, d in enumerate(documents)
+        ]
+        report = {"budget": limit, "tokens": tokens, "numbered": True, "sources": sources}
+        return text, [d.model_copy(deep=True) for d in documents], report
 
     def _prompt(self, values: Mapping[str, Any], principal: Principal | None) -> _Prompt:
         unknown = [key for key in values if key not in _PROMPT_KEYS]
@@ -254,6 +318,49 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
             system=system or None,
             principal=principal,
         )
+
+
+class ContextWithSources(RunnableSerializable[list[Document], SourcedContext]):
+    """`ContextBudgetRunnable.with_sources`: the list input's block and its source documents."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    context: ContextBudgetRunnable
+    """The runnable whose block and sources are returned."""
+
+    def invoke(
+        self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> SourcedContext:
+        """The block and the documents it shows, as `ContextBudgetRunnable` builds them."""
+        return self._call_with_config(self._run, input, config, run_type="prompt")
+
+    async def ainvoke(
+        self, input: list[Document], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> SourcedContext:
+        """`invoke`, dispatching the report event on the async callback path."""
+        return await self._acall_with_config(self._arun, input, config, run_type="prompt")
+
+    def _selected(self, input: object, config: RunnableConfig) -> tuple[SourcedContext, Any]:
+        principal = call_principal(self.context.principal, config)
+        text, sources, report = self.context._sources(input, principal)
+        return {"context": text, "sources": sources}, report
+
+    def _run(
+        self, input: list[Document], run_manager: CallbackManagerForChainRun, config: RunnableConfig
+    ) -> SourcedContext:
+        output, report = self._selected(input, config)
+        dispatch_custom_event(REPORT_EVENT, report, config=config)
+        return output
+
+    async def _arun(
+        self,
+        input: list[Document],
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> SourcedContext:
+        output, report = self._selected(input, config)
+        await adispatch_custom_event(REPORT_EVENT, report, config=config)
+        return output
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ class ContextBudgetTransformer(BaseDocumentTransformer):
     floor, deduplicated, best first, whole documents escalated, arranged for reading.
 
     Returns new Documents in prompt order, each with its rendered source (``[n]`` header
-    and neutralised text) as ``page_content`` and ``metadata["citation"] = n``; the input
-    Documents are not changed. The fence is not part of any one Document: use
-    `ContextBudgetRunnable` for the fenced block.
+    and neutralised text) as ``page_content``, ``metadata["citation"] = n`` and
+    ``metadata["fence"]``; the input Documents are not changed. The fence is not part of
+    any one Document: `ContextBudgetRunnable` (or `fence_numbered`) fences them as they are.
 
     Who is asking: built with `principal`, it serves that principal only; built without,
     each call's ``principal=``, and a call naming nobody sees unrestricted documents only.

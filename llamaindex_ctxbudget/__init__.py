@@ -6,11 +6,12 @@ node it returns is one numbered source in a fence of its own), `ContextBudgetPro
 (a chat memory for chat engines and agents whose history fits its budget), `TokenCounter`
 (an ingestion step that counts nodes once), `DocstoreLoader` (whole-document escalation
 from an index's docstore), `principal_filters` / `PrincipalRetriever` with `AccessMarker`
-(permission filters the vector store runs before retrieval). Thin: each converts
-LlamaIndex objects and takes every rule from the `ctxbudget` core (ACLs, which principal,
-ingest counts, fences, numbers, what a message costs, which turns are sent); decisions are
-reported as LlamaIndex instrumentation events (`SourcesSelectedEvent`, `ContextPackedEvent`,
-`HistoryTrimmedEvent`).
+(permission filters the vector store runs before retrieval), `check_response_citations`
+(an answer's ``[n]`` against the numbers its source nodes were shown under). Thin: each
+converts LlamaIndex objects and takes every rule from the `ctxbudget` core (ACLs, which
+principal, ingest counts, fences, numbers, what a message costs, which turns are sent);
+decisions are reported as LlamaIndex instrumentation events (`SourcesSelectedEvent`,
+`ContextPackedEvent`, `HistoryTrimmedEvent`).
 """
 
 from importlib import metadata as _metadata
@@ -24,6 +25,7 @@ except ImportError as _error:
     ) from _error
 
 from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
+from llamaindex_ctxbudget.citations import check_response_citations, source_numbers
 from llamaindex_ctxbudget.events import (
     ContextPackedEvent,
     HistoryTrimmedEvent,
@@ -59,7 +61,9 @@ __all__ = [
     "SourcesSelectedEvent",
     "TokenCounter",
     "as_principal",
+    "check_response_citations",
     "principal_filters",
+    "source_numbers",
     "to_chunk",
 ]
 

@@ -81,7 +81,9 @@ class MetadataMapping(BaseModel):
     heading_path: _Keys = Field(
         default=("header_path",),
         description="Section headings: a list of str, or one str such as MarkdownNodeParser's "
-        '"/Returns/EU/", split at `heading_separator`.',
+        '"/Returns/EU/", split at `heading_separator`; from a str, the markdown heading the '
+        "node's text opens with is added as its last heading (MarkdownNodeParser leaves the "
+        "section's own heading out of header_path).",
     )
     heading_separator: str = Field(
         default="/",
@@ -126,6 +128,16 @@ def _heading_path(value: object, separator: str) -> object:
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(separator) if part.strip())
     return tuple(value) if isinstance(value, list) else value
+
+
+def _own_heading(content: str) -> str | None:
+    """The markdown heading `content` opens with: MarkdownNodeParser's ``header_path`` holds
+    the headings above a node's section, and the section's own opens its text."""
+    line = content.partition("\n")[0]
+    text = line.lstrip("#")
+    if text == line or not text[:1].isspace():
+        return None
+    return text.strip() or None
 
 
 def _where(node_id: str, used: Mapping[str, str], error: ValidationError) -> str:
@@ -258,6 +270,8 @@ def to_chunk(
     if (path := _first(mapping.heading_path, metadata)) is not None:
         used["heading_path"] = f"metadata[{path[0]!r}]"
         fields["heading_path"] = _heading_path(path[1], mapping.heading_separator)
+        if isinstance(path[1], str) and (heading := _own_heading(content)) is not None:
+            fields["heading_path"] = (*fields["heading_path"], heading)
     if node.ref_doc_id is not None:
         used["document_id"], fields["document_id"] = "ref_doc_id", node.ref_doc_id
     if metadata.get(ORDINAL_KEY) is not None:

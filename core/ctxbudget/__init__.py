@@ -11,7 +11,7 @@ from importlib import metadata as _metadata
 from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
 from ctxbudget._budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
-from ctxbudget._citations import CitationCheck
+from ctxbudget._citations import CitationCheck, check_numbered
 from ctxbudget._conversation import HistoryOptions
 from ctxbudget._errors import (
     BudgetError,
@@ -58,6 +58,7 @@ from ctxbudget._result import (
     BedrockMessage,
     BedrockPrompt,
     BedrockTool,
+    CitedSpan,
     GeminiContent,
     GeminiFunction,
     GeminiPrompt,
@@ -65,6 +66,8 @@ from ctxbudget._result import (
     MessageStyle,
     OpenAIMessage,
     OpenAITool,
+    SearchResultBlock,
+    SearchResultPrompt,
     Source,
 )
 from ctxbudget._scan import flag_instructions, scan_for_instructions
@@ -126,6 +129,7 @@ __all__ = [
     "CallableTokenizer",
     "Chunk",
     "CitationCheck",
+    "CitedSpan",
     "Claimant",
     "ConflictPolicy",
     "ContextAssembler",
@@ -161,6 +165,8 @@ __all__ = [
     "ProviderCountError",
     "Report",
     "Role",
+    "SearchResultBlock",
+    "SearchResultPrompt",
     "SectionLoader",
     "Selection",
     "Source",
@@ -178,6 +184,7 @@ __all__ = [
     "VocabularyError",
     "access_tokens",
     "acl_from_metadata",
+    "check_numbered",
     "count_method_of",
     "fence_rule",
     "fence_sources",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CitationCheck", "check_citations", "cited_numbers"]
+__all__ = ["CitationCheck", "check_citations", "check_numbered", "cited_numbers"]
 
 # What answers write: [3], [ 5 ], [1, 2], [1,2], [1; 2], [1][2], [2-4], [2 - 4], and
 # IEEE's [1]-[3] (unspaced only: "[1] - [3] disagree" cites two); any dash (hyphen,
@@ -84,8 +85,17 @@ def _group_numbers(inner: str) -> list[int]:
 
 def check_citations(answer: str, available: int) -> CitationCheck:
     """Compare the citations in `answer` with sources numbered 1..`available`."""
+    return check_numbered(answer, range(1, available + 1))
+
+
+def check_numbered(answer: str, numbers: Iterable[int]) -> CitationCheck:
+    """Compare the citations in `answer` with the sources the model was shown as `numbers`.
+
+    For sources whose numbers are not 1..n: those a framework kept of a selection, or that
+    came numbered from an earlier step.
+    """
     cited = cited_numbers(answer)
-    known = set(range(1, available + 1))
+    known = set(numbers)
     return CitationCheck(
         cited=tuple(cited),
         unknown=tuple(n for n in cited if n not in known),

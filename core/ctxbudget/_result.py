@@ -4,20 +4,25 @@
 ``style="openai"`` for Chat Completions, ``style="anthropic"`` for the Messages API,
 ``style="bedrock"`` for Bedrock's Converse API, ``style="gemini"`` for google-genai's
 ``generate_content``, and the default ``"generic"`` shape kept from earlier releases.
+`Assembled.search_result_messages` gives the Anthropic shape with each source a
+``search_result`` block for its citations API, and `Assembled.anthropic_citations` maps the
+answer's cited spans back to sources.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final, Literal, NotRequired, TypedDict, overload
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._citations import CitationCheck, check_citations
-from ctxbudget._errors import InputError
+from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._history import ROLE_LABELS
 from ctxbudget._inputs import Chunk, Role, Tool
 from ctxbudget._layout import SECTION_SEPARATOR
 from ctxbudget._report import Report
+from ctxbudget._tokens import Tokenizer
 
 __all__ = [
     "CONVERSATION_START",
@@ -29,6 +34,7 @@ __all__ = [
     "BedrockPrompt",
     "BedrockTool",
     "CacheControl",
+    "CitedSpan",
     "GeminiContent",
     "GeminiFunction",
     "GeminiPrompt",
@@ -36,6 +42,8 @@ __all__ = [
     "MessageStyle",
     "OpenAIMessage",
     "OpenAITool",
+    "SearchResultBlock",
+    "SearchResultPrompt",
     "Source",
     "TextBlock",
 ]
@@ -163,6 +171,55 @@ class GeminiPrompt(TypedDict):
     contents: list[GeminiContent]
     config: NotRequired[GeminiConfig]
     """The cacheable prefix as the system instruction; absent when there is no prefix."""
+
+
+class CitationsConfig(TypedDict):
+    """Anthropic's switch for cited spans in the answer."""
+
+    enabled: bool
+
+
+class _PlainText(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class SearchResultBlock(TypedDict):
+    """One source as Anthropic's ``search_result`` content block, citations enabled."""
+
+    type: Literal["search_result"]
+    source: str
+    """``[n]``: the number the source has in the text form of the prompt."""
+    title: str
+    """The source's ``[n]`` header line, as the text form shows it."""
+    content: list[_PlainText]
+    """The source's neutralised content, one text block."""
+    citations: CitationsConfig
+
+
+class SearchResultMessage(TypedDict):
+    """An Anthropic message whose blocks may include search results."""
+
+    role: Literal["user", "assistant"]
+    content: list[TextBlock | SearchResultBlock]
+
+
+class SearchResultPrompt(TypedDict):
+    """``client.messages.create(**...)`` arguments with the sources as search results."""
+
+    system: NotRequired[list[TextBlock]]
+    messages: list[SearchResultMessage]
+
+
+class CitedSpan(BaseModel):
+    """One span of an Anthropic answer cited by the provider, mapped back to its source."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int = Field(description="The source's number, [n].")
+    id: str = Field(description="The cited chunk's id (for a whole document, its id).")
+    cited_text: str = Field(description="The text the provider says was cited.")
+    answer_block: int = Field(description="Index of the answer's content block that cites it.")
 
 
 def _no_arguments() -> dict[str, Any]:
@@ -474,6 +531,107 @@ class Assembled(BaseModel):
             f"style must be 'openai', 'anthropic', 'bedrock' or 'gemini', but got {style!r}"
         )
 
+    def search_result_messages(self, tokenizer: Tokenizer) -> SearchResultPrompt:
+        """``style="anthropic"`` messages for Anthropic's citations API: each source a
+        ``search_result`` block (``citations: {"enabled": True}``) between the fence's
+        opening and closing text, everything else as `messages` gives it.
+
+        Every text sent (system and message blocks, each source's ``source``, ``title`` and
+        content) is counted with `tokenizer` (the assembler's, ``assembler.counter.tokenizer``)
+        and must fit the budget with the native tool schemas; `ContextBudgetError` otherwise,
+        with the numbers: the block form repeats each ``[n]`` as its ``source``.
+        """
+        prompt = self._anthropic()
+        messages: list[SearchResultMessage] = [
+            {"role": m["role"], "content": list(m["content"])} for m in prompt["messages"]
+        ]
+        if self.sources:
+            # With sources there is a tail, and `_anthropic` makes it the last block sent.
+            messages[-1]["content"][-1:] = self._search_results()
+        out: SearchResultPrompt = {"messages": messages}
+        if "system" in prompt:
+            out["system"] = prompt["system"]
+        sent = sum(tokenizer.count(text) for text in _texts(out))
+        needed = sent + self.report.tool_schema_tokens
+        if needed > self.report.budget:
+            raise ContextBudgetError(
+                "retrieved",
+                needed,
+                self.report.budget,
+                "as search_result blocks, each source repeats its [n] as its source: leave "
+                "that much room (a larger reserve_output or a smaller retrieved max)",
+            )
+        return out
+
+    def _search_results(self) -> list[TextBlock | SearchResultBlock]:
+        """The tail as blocks: the text up to the first source (memory, the fence opening),
+        a search result per source, and the text after the last (fence close, question)."""
+        joined = SECTION_SEPARATOR.join(s.text for s in self.sources)
+        start = self.tail.find(joined)
+        markdown = all(s.text.startswith(f"[{s.n}]") for s in self.sources)
+        if start < 0 or not markdown:
+            raise InputError(
+                "the sources are not one block of markdown sources in this prompt's tail: "
+                "search_result blocks take markdown sources (source_format='markdown')"
+            )
+        blocks: list[TextBlock | SearchResultBlock] = [{"type": "text", "text": self.tail[:start]}]
+        for source in self.sources:
+            title, _, content = source.text.partition("\n")
+            blocks.append(
+                {
+                    "type": "search_result",
+                    "source": f"[{source.n}]",
+                    "title": title,
+                    "content": [{"type": "text", "text": content}],
+                    "citations": {"enabled": True},
+                }
+            )
+        rest = self.tail[start + len(joined) :]
+        blocks.append({"type": "text", "text": rest})
+        return blocks
+
+    def anthropic_citations(self, response: Mapping[str, Any]) -> list[CitedSpan]:
+        """The spans an Anthropic answer to `search_result_messages` cites, as sources.
+
+        `response` is the Messages API's response as a dict (``message.model_dump()``, or
+        the JSON). Its ``search_result_location`` citations are mapped to ``[n]`` and chunk
+        ids by their ``search_result_index``; a citation this prompt did not make possible
+        (another location type, an index or ``source`` that is not one of its sources) is an
+        `InputError`, never skipped.
+        """
+        spans: list[CitedSpan] = []
+        for index, block in enumerate(response.get("content") or ()):
+            for citation in block.get("citations") or ():
+                kind = citation.get("type")
+                if kind != "search_result_location":
+                    raise InputError(
+                        f"content[{index}] cites a {kind!r}; this prompt sent its sources as "
+                        "search_result blocks only, so only search_result_location can cite them"
+                    )
+                at = citation.get("search_result_index")
+                if not isinstance(at, int) or not 0 <= at < len(self.sources):
+                    raise InputError(
+                        f"content[{index}] cites search result {at!r}, but the prompt sent "
+                        f"{len(self.sources)}: pass the response to the result that built its "
+                        "request"
+                    )
+                source = self.sources[at]
+                if citation.get("source") != f"[{source.n}]":
+                    raise InputError(
+                        f"content[{index}] cites search result {at} as "
+                        f"{citation.get('source')!r}, but it was sent as '[{source.n}]': pass the "
+                        "response to the result that built its request"
+                    )
+                spans.append(
+                    CitedSpan(
+                        n=source.n,
+                        id=source.chunk.id,
+                        cited_text=str(citation.get("cited_text", "")),
+                        answer_block=index,
+                    )
+                )
+        return spans
+
     def check_citations(self, answer: str) -> CitationCheck:
         """Citations in `answer` that point nowhere, and sources it never cites."""
         return check_citations(answer, len(self.sources))
@@ -482,6 +640,19 @@ class Assembled(BaseModel):
     def prefix_text(self) -> str:
         """The cacheable prefix as it stands at the start of `text`."""
         return SECTION_SEPARATOR.join(self.prefix)
+
+
+def _texts(prompt: SearchResultPrompt) -> list[str]:
+    """Every text `prompt` sends, each on its own (how the provider reads the blocks)."""
+    texts = [block["text"] for block in prompt.get("system", [])]
+    for message in prompt["messages"]:
+        for block in message["content"]:
+            if block["type"] == "search_result":
+                texts += [block["source"], block["title"]]
+                texts += [part["text"] for part in block["content"]]
+            else:
+                texts.append(block["text"])
+    return texts
 
 
 def _user_or_assistant(role: Role, content: str) -> tuple[Literal["user", "assistant"], str]:

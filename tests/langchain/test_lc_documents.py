@@ -56,6 +56,7 @@ def test_transformer_keeps_the_input_metadata_and_id(assembler: ContextAssembler
         "title": "Shipping",
         "relevance_score": 0.42,
         "citation": shipping.metadata["citation"],
+        "fence": shipping.metadata["fence"],
     }
 
 
@@ -122,6 +123,7 @@ def test_transformer_escalated_document_gets_its_own_metadata() -> None:
         "title": "Returns manual",
         "covers": ["manual-0", "manual-1", "manual-2"],
         "citation": 1,
+        "fence": whole.metadata["fence"],
     }
     assert whole.page_content.startswith("[1] Returns manual\nManual part 0")
 

@@ -78,7 +78,7 @@ def test_to_chunk_heading_path_from_markdown_node_parser() -> None:
     nodes = MarkdownNodeParser().get_nodes_from_documents([Document(text=text, doc_id="r")])
     eu = next(n for n in nodes if "Sixty" in n.get_content())
     assert eu.metadata["header_path"] == "/Returns/"
-    assert to_chunk(eu).heading_path == ("Returns",)
+    assert to_chunk(eu).heading_path == ("Returns", "EU")  # its own heading opens its text
     assert to_chunk(eu).document_id == "r"
 
 
