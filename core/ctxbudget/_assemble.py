@@ -6,6 +6,7 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from ctxbudget._allocate import Allocated, allocate
@@ -18,6 +19,7 @@ from ctxbudget._fence import fence_rule, neutralise_section
 from ctxbudget._history import Entry, HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
+from ctxbudget._otel import traced
 from ctxbudget._prefix import prefix_hash, volatile_parts
 from ctxbudget._report import Dropped, DropRun, Report, SummarySpan
 from ctxbudget._result import Assembled, Source
@@ -78,8 +80,11 @@ class ContextAssembler:
             cache_size: how many texts' token counts (and history summaries) to remember
                 across requests.
         """
+        self.model: str | None = None
+        """The model the prompts are for, when `tokenizer` named one (not an encoding)."""
         if isinstance(tokenizer, str):
-            tokenizer = get_tokenizer(tokenizer)
+            name, tokenizer = tokenizer, get_tokenizer(tokenizer)
+            self.model = None if name == tokenizer.name else name
         elif not isinstance(tokenizer, Tokenizer):
             raise TypeError(
                 f"tokenizer must be a model/encoding name or a Tokenizer, not "
@@ -103,6 +108,7 @@ class ContextAssembler:
         self.native_tools = native_tools
         self.counter = TokenCounter(tokenizer, maxsize=cache_size)
 
+    @traced("ctxbudget.assemble", model=attrgetter("model"))
     def assemble(
         self,
         *,
@@ -215,6 +221,7 @@ class ContextAssembler:
             require_sent(retrieved, rendered.fits["retrieved"], allocated.granted["retrieved"])
         return self._result(rendered, allocated, ruled_out)
 
+    @traced("ctxbudget.select_sources", model=attrgetter("model"))
     def select_sources(
         self,
         chunks: Sequence[Chunk],
@@ -244,6 +251,7 @@ class ContextAssembler:
             fence=fence,
         )
 
+    @traced("ctxbudget.trim_history", model=attrgetter("model"))
     def trim_history(
         self,
         turns: Sequence[Turn],
