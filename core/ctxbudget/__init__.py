@@ -26,7 +26,7 @@ from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_se
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._models import ModelInfo, resolve_model
-from ctxbudget._otel import span_attributes
+from ctxbudget._otel import span_attributes, traced
 from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
 from ctxbudget._report import Dropped, Report, SummarySpan
 from ctxbudget._result import (
@@ -152,5 +152,6 @@ __all__ = [
     "select_sources",
     "span_attributes",
     "tokenizer_from_file",
+    "traced",
     "trim_turns",
 ]

@@ -19,7 +19,7 @@ from ctxbudget._fence import fence_rule, neutralise_section
 from ctxbudget._history import Entry, HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
-from ctxbudget._otel import traced
+from ctxbudget._otel import traced_entry
 from ctxbudget._prefix import prefix_hash, volatile_parts
 from ctxbudget._report import Dropped, DropRun, Report, SummarySpan
 from ctxbudget._result import Assembled, Source
@@ -108,7 +108,7 @@ class ContextAssembler:
         self.native_tools = native_tools
         self.counter = TokenCounter(tokenizer, maxsize=cache_size)
 
-    @traced("ctxbudget.assemble", model=attrgetter("model"))
+    @traced_entry("ctxbudget.assemble", model=attrgetter("model"))
     def assemble(
         self,
         *,
@@ -221,7 +221,7 @@ class ContextAssembler:
             require_sent(retrieved, rendered.fits["retrieved"], allocated.granted["retrieved"])
         return self._result(rendered, allocated, ruled_out)
 
-    @traced("ctxbudget.select_sources", model=attrgetter("model"))
+    @traced_entry("ctxbudget.select_sources", model=attrgetter("model"))
     def select_sources(
         self,
         chunks: Sequence[Chunk],
@@ -251,7 +251,7 @@ class ContextAssembler:
             fence=fence,
         )
 
-    @traced("ctxbudget.trim_history", model=attrgetter("model"))
+    @traced_entry("ctxbudget.trim_history", model=attrgetter("model"))
     def trim_history(
         self,
         turns: Sequence[Turn],

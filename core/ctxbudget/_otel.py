@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ctxbudget._sources.pipeline import Selection
     from ctxbudget._turns import TrimmedHistory
 
-__all__ = ["AttributeValue", "add_event", "span_attributes", "traced"]
+__all__ = ["AttributeValue", "add_event", "span_attributes", "traced", "traced_entry"]
 
 AttributeValue = str | bool | int | float | Sequence[str]
 """What a span attribute holds here: OpenTelemetry's scalar and string-sequence types."""
@@ -197,16 +197,24 @@ def _record(span: Any, result: object, model: str | None) -> None:
         outer.set_attributes(attributes)
 
 
-def traced(
-    name: str, *, adapter: bool = False, model: Callable[[Any], str | None] | None = None
+def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Run an adapter's entry point (sync or async) in a span named `name`, under the current
+    span; the core call it makes sets the span's attributes (README "Tracing and cache
+    monitoring")."""
+    return _decorator(name, adapter=True, model=None)
+
+
+def traced_entry(
+    name: str, *, model: Callable[[Any], str | None] | None = None
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Run the decorated function (sync or async) in a span named `name`.
+    """Run a core entry point in a span named `name`, its result (`Assembled`, `Selection`,
+    `TrimmedHistory`) setting the attributes; `model` reads the model name from self."""
+    return _decorator(name, adapter=False, model=model)
 
-    A core entry point's result (`Assembled`, `Selection`, `TrimmedHistory`) sets the
-    span's attributes, and those of the adapter span it runs under. `adapter=True` marks
-    an adapter's entry point. `model` reads the model name from the first argument (self).
-    """
 
+def _decorator(
+    name: str, *, adapter: bool, model: Callable[[Any], str | None] | None
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
     def decorate(function: Callable[P, R]) -> Callable[P, R]:
         def model_of(args: tuple[Any, ...]) -> str | None:
             return None if model is None or not args else model(args[0])

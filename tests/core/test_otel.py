@@ -79,12 +79,12 @@ def test_assemble_span_is_a_child_of_the_current_span(spans: InMemorySpanExporte
 
 def test_assemble_span_counts_drops_by_reason_without_ids(spans: InMemorySpanExporter) -> None:
     given = [
-        Chunk(id="secret-1", content="board only", groups={"board"}),
+        Chunk(id="secret-1", content="board only", groups=frozenset({"board"})),
         Chunk(id="twin-a", content=words("same", 30)),
         Chunk(id="twin-b", content=words("same", 30)),
     ]
     ContextAssembler(tokenizer="o200k_base").assemble(
-        question="Why?", chunks=given, principal=Principal(groups={"sales"})
+        question="Why?", chunks=given, principal=Principal(groups=frozenset({"sales"}))
     )
     attributes = _only(spans, "ctxbudget.assemble").attributes or {}
     assert attributes["ctxbudget.dropped.forbidden"] == 1
@@ -195,7 +195,7 @@ def test_no_chunk_text_or_forbidden_id_reaches_a_span(
         Chunk(
             id=f"{'X' + text if hidden else 'c' + str(i)}",
             content=f"{text} {text}",
-            groups={"board"} if hidden else None,
+            groups=frozenset({"board"}) if hidden else None,
         )
         for i, (text, hidden) in enumerate(zip(contents, forbidden, strict=False))
     ]
@@ -209,7 +209,7 @@ def test_no_chunk_text_or_forbidden_id_reaches_a_span(
         ),
     )
     assembler = ContextAssembler(tokenizer="o200k_base", budget=budget)
-    principal = Principal(groups={"sales"})
+    principal = Principal(groups=frozenset({"sales"}))
     with recorded_spans() as exporter:
         for call in (
             lambda: assembler.assemble(question="Why?", chunks=given, principal=principal),
