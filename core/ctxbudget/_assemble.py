@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
@@ -354,6 +354,7 @@ class ContextAssembler:
                 if self.native_tools
                 else prefix_text
             ),
+            prefix_sections=_section_hashes(sections, tools_kept if self.native_tools else ()),
             prefix_warnings=warnings,
             final_check_drops=rendered.drops,
             cleared=cleared,
@@ -374,6 +375,16 @@ class ContextAssembler:
             tools=tools_kept,
             report=report,
         )
+
+
+def _section_hashes(
+    sections: Mapping[Claimant, str], native: Sequence[Tool]
+) -> dict[Claimant, str]:
+    """sha256 of each prefix section, the tools' by their schemas when sent natively."""
+    hashes = {n: prefix_hash(sections[n]) for n in SECTION_ORDER if n in PREFIX and sections.get(n)}
+    if native:
+        hashes["tools"] = prefix_hash("\n".join(map(tool_schema, native)))
+    return hashes
 
 
 def _allocate(claims: dict[Claimant, ListClaim[Any]], available: int) -> Allocated:

@@ -328,6 +328,11 @@ class Report(DeferredDropped, BaseModel):
         description="sha256 of the prefix text; equal across requests means the provider's "
         "prompt cache can hit."
     )
+    prefix_sections: dict[Claimant, str] = Field(
+        default_factory=dict,
+        description="sha256 of each prefix section (system, examples, tools; the tool schemas "
+        "when tools are sent natively): when prefix_hash changes, which section changed.",
+    )
     prefix_warnings: tuple[str, ...] = Field(
         description="Things in the prefix that look like they change per request (a date, a "
         "time, a UUID): they defeat the cache."
