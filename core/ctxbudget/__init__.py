@@ -11,6 +11,7 @@ from importlib import metadata as _metadata
 from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
 from ctxbudget._budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
+from ctxbudget._cache_monitor import CacheMonitor, CacheUsage, cache_usage
 from ctxbudget._citations import CitationCheck
 from ctxbudget._conversation import HistoryOptions
 from ctxbudget._errors import (
@@ -88,6 +89,8 @@ __all__ = [
     "Assembled",
     "Budget",
     "BudgetError",
+    "CacheMonitor",
+    "CacheUsage",
     "CallableTokenizer",
     "Chunk",
     "CitationCheck",
@@ -133,6 +136,7 @@ __all__ = [
     "Turn",
     "VocabularyError",
     "acl_from_metadata",
+    "cache_usage",
     "count_method_of",
     "fence_rule",
     "fence_sources",
