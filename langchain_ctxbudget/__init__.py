@@ -3,7 +3,8 @@
 `ContextBudgetRunnable` (an LCEL step), `ContextBudgetRetriever` (any retriever, budgeted
 for each call's principal), `ContextBudgetTransformer` and `ContextBudgetCompressor`
 (document post-processing), `TokenCountTransformer` (token counts stored at ingest),
-`trim_history` (chat history by whole turns);
+`trim_history` (chat history by whole turns), `CacheMonitorHandler` (prompt-cache hits
+fed to a `ctxbudget.CacheMonitor`);
 `langchain_ctxbudget.middleware.ContextBudgetMiddleware` for agents built with
 ``langchain`` 1.x. Thin: each converts LangChain objects, calls the `ctxbudget` core
 once, and converts back.
@@ -20,6 +21,7 @@ except ImportError as _error:
     ) from _error
 
 from langchain_ctxbudget._convert import MetadataMapping
+from langchain_ctxbudget.cache_monitor import CacheMonitorHandler
 from langchain_ctxbudget.compressor import ContextBudgetCompressor
 from langchain_ctxbudget.history import history_trimmer, trim_history
 from langchain_ctxbudget.ingest import TokenCountTransformer
@@ -30,6 +32,7 @@ from langchain_ctxbudget.transformer import ContextBudgetTransformer
 __version__ = _metadata.version("ctxbudget")
 
 __all__ = [
+    "CacheMonitorHandler",
     "ContextBudgetCompressor",
     "ContextBudgetRetriever",
     "ContextBudgetRunnable",

@@ -228,6 +228,14 @@ class CacheMonitor:
             self._prune(seen, self._clock())
             return _rate(seen)
 
+    def hit_rates(self) -> dict[str, float | None]:
+        """`hit_rate` of every prefix hash in memory, most recently seen last."""
+        with self._lock:
+            now = self._clock()
+            for seen in self._prefixes.values():
+                self._prune(seen, now)
+            return {key: _rate(seen) for key, seen in self._prefixes.items()}
+
     def _prune(self, seen: deque[_Seen] | deque[_New], now: float) -> None:
         """Drop what is older than a time window (a count window drops by its maxlen)."""
         if self._span is not None:

@@ -254,6 +254,13 @@ def test_time_window_forgets_old_requests() -> None:
     assert monitor.hit_rate(REPORT.prefix_hash) == 1.0
 
 
+def test_hit_rates_lists_every_prefix_in_memory(monitor: CacheMonitor) -> None:
+    other = report(f"{SYSTEM} Other.")
+    for r in (REPORT, other, REPORT):
+        monitor.observe(openai_usage(r.prefix_tokens, r.prefix_tokens), r)
+    assert monitor.hit_rates() == {other.prefix_hash: None, REPORT.prefix_hash: 1.0}
+
+
 def test_count_window_keeps_the_last_requests_of_a_prefix() -> None:
     monitor = CacheMonitor(window=2)
     for cached in (0, 0, 0, REPORT.prefix_tokens, REPORT.prefix_tokens):
