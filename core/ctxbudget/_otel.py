@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, TypeVar
 
 from ctxbudget._errors import ContextBudgetError
-from ctxbudget._report import Dropped, Report
+from ctxbudget._report import Report, drop_counts
 
 if TYPE_CHECKING:
     from ctxbudget._sources.pipeline import Selection
@@ -78,7 +77,7 @@ def span_attributes(
                 "ctxbudget.claimant.retrieved.used": outcome.tokens,
                 "ctxbudget.trimmed": ("retrieved",) if outcome.trimmed else (),
                 "ctxbudget.sources": len(outcome.sources),
-                **_dropped(outcome.dropped),
+                **_dropped(outcome),
             }
         )
         if outcome.escalated is not None:
@@ -92,7 +91,7 @@ def span_attributes(
                 "ctxbudget.history.kept": len(outcome.kept),
                 "ctxbudget.history.gaps": len(outcome.gaps),
                 "ctxbudget.history.cleared": len(outcome.cleared),
-                **_dropped(outcome.dropped),
+                **_dropped(outcome),
             }
         )
     return attributes
@@ -112,7 +111,7 @@ def _report_attributes(report: Report) -> dict[str, AttributeValue]:
         "ctxbudget.final_check_drops": report.final_check_drops,
         "ctxbudget.history.cleared": len(report.cleared),
         "ctxbudget.count.exact": report.count_exact,
-        **_dropped(report.dropped),
+        **_dropped(report),
     }
     for name, granted in report.granted.items():
         attributes[f"ctxbudget.claimant.{name}.granted"] = granted
@@ -129,10 +128,10 @@ def _report_attributes(report: Report) -> dict[str, AttributeValue]:
     return attributes
 
 
-def _dropped(dropped: Sequence[Dropped]) -> dict[str, AttributeValue]:
-    by_reason = Counter(d.reason for d in dropped)
+def _dropped(outcome: Report | Selection | TrimmedHistory) -> dict[str, AttributeValue]:
+    by_reason = drop_counts(outcome)
     return {
-        "ctxbudget.dropped": len(dropped),
+        "ctxbudget.dropped": by_reason.total(),
         **{f"ctxbudget.dropped.{reason}": n for reason, n in sorted(by_reason.items())},
     }
 
@@ -186,7 +185,7 @@ def _record_error(trace: Any, span: Any, error: BaseException) -> None:
 
 
 def _record(span: Any, result: object, model: str | None) -> None:
-    # Reading `dropped` builds its deferred records: only for a span that records.
+    # Attributes cost a pass over the result: only for a span that records.
     outcome = None if span is None or not span.is_recording() else _outcome(result)
     if outcome is None:
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Self
@@ -19,6 +20,7 @@ __all__ = [
     "Report",
     "SummaryOutcome",
     "SummarySpan",
+    "drop_counts",
     "nothing_in",
     "records",
 ]
@@ -232,6 +234,17 @@ class DeferredDropped:
                     # Two threads may both build: each stores an equal tuple; either is right.
                     state["dropped"] = deferred.build()
             return _get(self, name)
+
+
+def drop_counts(model: object) -> Counter[DropReason]:
+    """How many items `model` (a report, a selection or a history trim) left out, by reason,
+    without building deferred records (a traced request stays as cheap as an untraced one)."""
+    held = _get(model, "__dict__")["dropped"]
+    drops = held.drops if type(held) is _Deferred else held
+    counts: Counter[DropReason] = Counter()
+    for drop in drops:
+        counts[drop.reason] += len(drop.ids) if isinstance(drop, DropRun) else 1
+    return counts
 
 
 def nothing_in(value: tuple[object, ...]) -> bool:

@@ -248,3 +248,11 @@ def test_spans_are_a_no_op_without_opentelemetry_api() -> None:
         "print(result.report.total > 0)"
     )
     assert out == "True"
+
+
+def test_traced_assembly_leaves_unread_drop_records_unbuilt(spans: InMemorySpanExporter) -> None:
+    many = chunks(300, words=30)
+    report = ContextAssembler(tokenizer="o200k_base").assemble(question="Why?", chunks=many).report
+    attributes = _only(spans, "ctxbudget.assemble").attributes or {}
+    assert not isinstance(object.__getattribute__(report, "__dict__")["dropped"], tuple)
+    assert attributes["ctxbudget.dropped.over_budget"] == len(report.dropped)
