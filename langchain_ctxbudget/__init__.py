@@ -5,7 +5,8 @@ for each call's principal), `ContextBudgetTransformer` and `ContextBudgetCompres
 (document post-processing), `TokenCountTransformer` (token counts stored at ingest),
 `trim_history` (chat history by whole turns), `CheckCitations` (an answer's ``[n]``
 checked against the sources it was shown), `AccessMarker` with the store filters of
-`langchain_ctxbudget.filters` (permission filters before retrieval);
+`langchain_ctxbudget.filters` (permission filters before retrieval), `CacheMonitorHandler`
+(prompt-cache hits fed to a `ctxbudget.CacheMonitor`);
 `langchain_ctxbudget.middleware.ContextBudgetMiddleware` for agents built with
 ``langchain`` 1.x. Thin: each converts LangChain objects, calls the `ctxbudget` core
 once, and converts back.
@@ -22,6 +23,7 @@ except ImportError as _error:
     ) from _error
 
 from langchain_ctxbudget._convert import MetadataMapping
+from langchain_ctxbudget.cache_monitor import CacheMonitorHandler
 from langchain_ctxbudget.citations import CheckCitations, fence_numbered
 from langchain_ctxbudget.compressor import ContextBudgetCompressor
 from langchain_ctxbudget.filters import AccessMarker
@@ -39,6 +41,7 @@ __version__ = _metadata.version("ctxbudget")
 
 __all__ = [
     "AccessMarker",
+    "CacheMonitorHandler",
     "CheckCitations",
     "ContextBudgetCompressor",
     "ContextBudgetRetriever",

@@ -11,7 +11,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, model_validator
 
-from ctxbudget import ContextAssembler, InputError
+from ctxbudget import ContextAssembler, InputError, traced
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget._langchain import (
     REPORT_EVENT,
@@ -65,6 +65,7 @@ class ContextBudgetCompressor(BaseDocumentCompressor):
             raise ValueError(f"ContextBudgetCompressor takes no principal: {_PER_CALL}")
         return data
 
+    @traced("ctxbudget.langchain.ContextBudgetCompressor.compress_documents")
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
@@ -75,6 +76,7 @@ class ContextBudgetCompressor(BaseDocumentCompressor):
             dispatch_custom_event(REPORT_EVENT, report, config=config)
         return selected
 
+    @traced("ctxbudget.langchain.ContextBudgetCompressor.acompress_documents")
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:

@@ -18,6 +18,7 @@ from ctxbudget import (
     InputError,
     Tokenizer,
     TrimmedHistory,
+    traced,
 )
 from langchain_ctxbudget._messages import Conversation, conversation_of, positions_of
 from langchain_ctxbudget._model import model_tokenizer
@@ -75,6 +76,7 @@ class _Trimmer:
     def _words(self) -> int:
         return max(self.assembler.history.summary_tokens // 2, 1)
 
+    @traced("ctxbudget.langchain.trim_history")
     def trim(self, messages: object, max_tokens: int) -> list[BaseMessage]:
         conversation, left = self._prepare(messages, max_tokens)
         if not conversation.turns:
@@ -84,6 +86,7 @@ class _Trimmer:
             summarize = self.summarizer.sync(conversation, words=self._words())
         return _sent(conversation, self._trim(conversation, left, summarize))
 
+    @traced("ctxbudget.langchain.trim_history")
     async def atrim(self, messages: object, max_tokens: int) -> list[BaseMessage]:
         conversation, left = self._prepare(messages, max_tokens)
         if not conversation.turns:

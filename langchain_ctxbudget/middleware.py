@@ -23,6 +23,7 @@ from ctxbudget import (
     InputError,
     Tokenizer,
     Tool,
+    traced,
 )
 from langchain_ctxbudget._langchain import REPORT_EVENT, assembled_report, in_run, tool_of
 from langchain_ctxbudget._messages import Conversation, conversation_of
@@ -123,6 +124,7 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         return cls(assembler, summarize=summarize)
 
+    @traced("ctxbudget.langchain.ContextBudgetMiddleware.wrap_model_call")
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
@@ -139,6 +141,7 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             dispatch_custom_event(REPORT_EVENT, assembled_report(assembled), config=config)
         return handler(call.budgeted(assembled))
 
+    @traced("ctxbudget.langchain.ContextBudgetMiddleware.awrap_model_call")
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],

@@ -15,7 +15,7 @@ from langchain_core.retrievers import BaseRetriever, RetrieverLike
 from langchain_core.runnables import RunnableConfig, ensure_config, patch_config
 from pydantic import ConfigDict, Field
 
-from ctxbudget import ContextAssembler, Principal
+from ctxbudget import ContextAssembler, Principal, traced
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget._langchain import (
     REPORT_EVENT,
@@ -62,6 +62,7 @@ class ContextBudgetRetriever(BaseRetriever):
     mapping: MetadataMapping = Field(default_factory=MetadataMapping)
     """Which `Document.metadata` keys fill which `Chunk` field."""
 
+    @traced("ctxbudget.langchain.ContextBudgetRetriever.invoke")
     def invoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:
@@ -70,6 +71,7 @@ class ContextBudgetRetriever(BaseRetriever):
         # BaseRetriever hands _get_relevant_documents no config: it travels as an argument.
         return super().invoke(input, config, **kwargs, call_config=config)
 
+    @traced("ctxbudget.langchain.ContextBudgetRetriever.ainvoke")
     async def ainvoke(
         self, input: str, config: RunnableConfig | None = None, **kwargs: Any
     ) -> list[Document]:

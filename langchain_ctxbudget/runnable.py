@@ -29,6 +29,7 @@ from ctxbudget import (
     SourceOptions,
     Tokenizer,
     Tool,
+    traced,
 )
 from ctxbudget._sources.permit import permitted  # the core's permit rule, not yet exported
 from langchain_ctxbudget._convert import MetadataMapping
@@ -173,10 +174,12 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
             summarize=summarize,
         )
 
+    @traced("ctxbudget.langchain.ContextBudgetRunnable.invoke")
     def invoke(self, input: Input, config: RunnableConfig | None = None, **kwargs: Any) -> Output:
         """Build the context block (list input) or the whole prompt (dict input)."""
         return self._call_with_config(self._run, input, config, run_type="prompt")
 
+    @traced("ctxbudget.langchain.ContextBudgetRunnable.ainvoke")
     async def ainvoke(
         self, input: Input, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Output:

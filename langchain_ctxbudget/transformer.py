@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
 
-from ctxbudget import NO_SCOPE, ContextAssembler, NoScope, Principal, principal_for_call
+from ctxbudget import NO_SCOPE, ContextAssembler, NoScope, Principal, principal_for_call, traced
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget._langchain import budgeted_documents, principal_of
 
@@ -52,6 +52,7 @@ class ContextBudgetTransformer(BaseDocumentTransformer):
         self.max_tokens = max_tokens
         self.mapping = MetadataMapping() if mapping is None else mapping
 
+    @traced("ctxbudget.langchain.ContextBudgetTransformer.transform_documents")
     def transform_documents(
         self, documents: Sequence[Document], **kwargs: Any
     ) -> Sequence[Document]:

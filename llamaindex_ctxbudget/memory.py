@@ -21,6 +21,7 @@ from ctxbudget import (
     Turn,
     fence_untrusted,
     neutralise_section,
+    traced,
 )
 from llamaindex_ctxbudget._config import budget_for, build_assembler
 from llamaindex_ctxbudget._messages import Conversation, conversation, inert, sent_messages
@@ -177,6 +178,7 @@ class ContextBudgetMemory(BaseChatStoreMemory):
 
     # --- what the LLM gets ---------------------------------------------------------------------
 
+    @traced("ctxbudget.llamaindex.ContextBudgetMemory.get")
     def get(
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
     ) -> list[ChatMessage]:
@@ -194,6 +196,7 @@ class ContextBudgetMemory(BaseChatStoreMemory):
 
         return sent_messages(given, self._trim(given, initial_token_count, summarize))
 
+    @traced("ctxbudget.llamaindex.ContextBudgetMemory.aget")
     async def aget(
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
     ) -> list[ChatMessage]:

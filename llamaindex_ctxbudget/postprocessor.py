@@ -52,6 +52,7 @@ from ctxbudget import (
     fence_untrusted,
     principal_for_call,
     read_fenced,
+    traced,
 )
 from llamaindex_ctxbudget._config import budget_for, build_assembler, num_output_of
 from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
@@ -245,6 +246,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
     def class_name(cls) -> str:
         return "ContextBudgetPostprocessor"
 
+    @traced("ctxbudget.llamaindex.ContextBudgetPostprocessor.postprocess_nodes")
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
@@ -254,6 +256,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         history = None if memory is None else memory.get()
         return self._select(nodes, _asked(query_bundle, memory), history, _packing_of(engine))
 
+    @traced("ctxbudget.llamaindex.ContextBudgetPostprocessor.apostprocess_nodes")
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:

@@ -20,6 +20,7 @@ from ctxbudget import (
     SourceOptions,
     TokenCounter,
     Tokenizer,
+    traced,
 )
 from llamaindex_ctxbudget._config import build_assembler, llm_tokenizer, num_output_of
 from llamaindex_ctxbudget._packing import SEPARATOR, Packed, Unit, pack, read
@@ -146,6 +147,7 @@ class ContextBudgetPromptHelper(PromptHelper):
     def class_name(cls) -> str:
         return "ContextBudgetPromptHelper"
 
+    @traced("ctxbudget.llamaindex.ContextBudgetPromptHelper.repack")
     def repack(
         self,
         prompt: BasePromptTemplate,
@@ -164,6 +166,7 @@ class ContextBudgetPromptHelper(PromptHelper):
         ]
         return contexts or [""]
 
+    @traced("ctxbudget.llamaindex.ContextBudgetPromptHelper.truncate")
     def truncate(
         self,
         prompt: BasePromptTemplate,

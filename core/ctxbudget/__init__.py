@@ -11,6 +11,7 @@ from importlib import metadata as _metadata
 from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
 from ctxbudget._budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
+from ctxbudget._cache_monitor import CacheMonitor, CacheUsage, cache_usage
 from ctxbudget._citations import CitationCheck, check_numbered
 from ctxbudget._conversation import HistoryOptions
 from ctxbudget._errors import (
@@ -40,6 +41,7 @@ from ctxbudget._filters import (
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._models import ModelInfo, resolve_model
+from ctxbudget._otel import span_attributes, traced
 from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
 from ctxbudget._provider import (
     AnthropicCount,
@@ -126,6 +128,8 @@ __all__ = [
     "BedrockTool",
     "Budget",
     "BudgetError",
+    "CacheMonitor",
+    "CacheUsage",
     "CallableTokenizer",
     "Chunk",
     "CitationCheck",
@@ -184,6 +188,7 @@ __all__ = [
     "VocabularyError",
     "access_tokens",
     "acl_from_metadata",
+    "cache_usage",
     "check_numbered",
     "count_method_of",
     "fence_rule",
@@ -206,6 +211,8 @@ __all__ = [
     "resolve_model",
     "scan_for_instructions",
     "select_sources",
+    "span_attributes",
     "tokenizer_from_file",
+    "traced",
     "trim_turns",
 ]

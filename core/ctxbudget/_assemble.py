@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from ctxbudget._allocate import Allocated, allocate
@@ -18,6 +19,7 @@ from ctxbudget._fence import fence_rule, neutralise_section
 from ctxbudget._history import Entry, HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
+from ctxbudget._otel import traced_entry
 from ctxbudget._prefix import prefix_hash, volatile_parts
 from ctxbudget._provider import FinalCount, ProviderCount, count_with_provider
 from ctxbudget._report import Dropped, DropRun, Report, SummarySpan
@@ -83,8 +85,11 @@ class ContextAssembler:
                 call per assembly (`AnthropicCount`, `BedrockCount`, `GeminiCount`; README
                 "Counting other models"); it goes with the model, as the tokenizer does.
         """
+        self.model: str | None = None
+        """The model the prompts are for, when `tokenizer` named one (not an encoding)."""
         if isinstance(tokenizer, str):
-            tokenizer = get_tokenizer(tokenizer)
+            name, tokenizer = tokenizer, get_tokenizer(tokenizer)
+            self.model = None if name == tokenizer.name else name
         elif not isinstance(tokenizer, Tokenizer):
             raise TypeError(
                 f"tokenizer must be a model/encoding name or a Tokenizer, not "
@@ -115,6 +120,7 @@ class ContextAssembler:
         self.native_tools = native_tools
         self.counter = TokenCounter(tokenizer, maxsize=cache_size)
 
+    @traced_entry("ctxbudget.assemble", model=attrgetter("model"))
     def assemble(
         self,
         *,
@@ -237,6 +243,7 @@ class ContextAssembler:
             require_sent(retrieved, rendered.fits["retrieved"], allocated.granted["retrieved"])
         return self._result(rendered, allocated, ruled_out, final)
 
+    @traced_entry("ctxbudget.select_sources", model=attrgetter("model"))
     def select_sources(
         self,
         chunks: Sequence[Chunk],
@@ -266,6 +273,7 @@ class ContextAssembler:
             fence=fence,
         )
 
+    @traced_entry("ctxbudget.trim_history", model=attrgetter("model"))
     def trim_history(
         self,
         turns: Sequence[Turn],
@@ -377,6 +385,7 @@ class ContextAssembler:
                 if self.native_tools
                 else prefix_text
             ),
+            prefix_sections=_section_hashes(sections, tools_kept if self.native_tools else ()),
             prefix_warnings=warnings,
             final_check_drops=rendered.drops,
             cleared=cleared,
@@ -399,6 +408,16 @@ class ContextAssembler:
             tools=tools_kept,
             report=report,
         )
+
+
+def _section_hashes(
+    sections: Mapping[Claimant, str], native: Sequence[Tool]
+) -> dict[Claimant, str]:
+    """sha256 of each prefix section, the tools' by their schemas when sent natively."""
+    hashes = {n: prefix_hash(sections[n]) for n in SECTION_ORDER if n in PREFIX and sections.get(n)}
+    if native:
+        hashes["tools"] = prefix_hash("\n".join(map(tool_schema, native)))
+    return hashes
 
 
 def _allocate(claims: dict[Claimant, ListClaim[Any]], available: int) -> Allocated:

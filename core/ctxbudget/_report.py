@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, Self
@@ -19,6 +20,7 @@ __all__ = [
     "Report",
     "SummaryOutcome",
     "SummarySpan",
+    "drop_counts",
     "nothing_in",
     "records",
 ]
@@ -234,6 +236,17 @@ class DeferredDropped:
             return _get(self, name)
 
 
+def drop_counts(model: object) -> Counter[DropReason]:
+    """How many items `model` (a report, a selection or a history trim) left out, by reason,
+    without building deferred records (a traced request stays as cheap as an untraced one)."""
+    held = _get(model, "__dict__")["dropped"]
+    drops = held.drops if type(held) is _Deferred else held
+    counts: Counter[DropReason] = Counter()
+    for drop in drops:
+        counts[drop.reason] += len(drop.ids) if isinstance(drop, DropRun) else 1
+    return counts
+
+
 def nothing_in(value: tuple[object, ...]) -> bool:
     """Whether a tuple of records is empty: such a field stays out of dumps and log records."""
     return not value
@@ -327,6 +340,11 @@ class Report(DeferredDropped, BaseModel):
     prefix_hash: str = Field(
         description="sha256 of the prefix text; equal across requests means the provider's "
         "prompt cache can hit."
+    )
+    prefix_sections: dict[Claimant, str] = Field(
+        default_factory=dict,
+        description="sha256 of each prefix section (system, examples, tools; the tool schemas "
+        "when tools are sent natively): when prefix_hash changes, which section changed.",
     )
     prefix_warnings: tuple[str, ...] = Field(
         description="Things in the prefix that look like they change per request (a date, a "

@@ -22,6 +22,7 @@ from ctxbudget._exact import render_exactly
 from ctxbudget._fence import neutralise_section
 from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Role, Turn, check_token_range, sequence_of
+from ctxbudget._otel import traced_entry
 from ctxbudget._report import Dropped, SummarySpan, nothing_in
 from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
 
@@ -101,6 +102,7 @@ class TrimmedHistory(BaseModel):
     )
 
 
+@traced_entry("ctxbudget.trim_turns")
 def trim_turns(
     turns: Sequence[Turn],
     *,

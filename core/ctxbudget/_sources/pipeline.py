@@ -23,6 +23,7 @@ from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._exact import render_exactly
 from ctxbudget._fence import SourceFormat
 from ctxbudget._inputs import Chunk, Principal, check_token_range, sequence_of
+from ctxbudget._otel import traced_entry
 from ctxbudget._pack import Fit
 from ctxbudget._report import DeferredDropped, Dropped, DropRun
 from ctxbudget._result import Source
@@ -274,6 +275,7 @@ def sources_of(claim: RetrievedClaim, fit: Fit[Chunk]) -> tuple[Source, ...]:
     )
 
 
+@traced_entry("ctxbudget.select_sources")
 def select_sources(
     chunks: Sequence[Chunk],
     *,
