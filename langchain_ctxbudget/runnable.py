@@ -29,9 +29,9 @@ from ctxbudget import (
     SourceOptions,
     Tokenizer,
     Tool,
+    permitted,
     traced,
 )
-from ctxbudget._sources.permit import permitted  # the core's permit rule, not yet exported
 from langchain_ctxbudget._convert import MetadataMapping
 from langchain_ctxbudget._langchain import (
     REPORT_EVENT,

@@ -84,7 +84,7 @@ from ctxbudget._sources.fenced import (
     read_fenced,
     read_fenced_all,
 )
-from ctxbudget._sources.permit import AccessPolicy
+from ctxbudget._sources.permit import AccessPolicy, permitted
 from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
 from ctxbudget._tokens import (
     CallableTokenizer,
@@ -205,6 +205,7 @@ __all__ = [
     "neutralise_section",
     "permit_filter",
     "permit_tokens",
+    "permitted",
     "principal_for_call",
     "read_fenced",
     "read_fenced_all",
