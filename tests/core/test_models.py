@@ -257,7 +257,7 @@ def test_budget_for_model_of_unknown_name_names_the_nearest_known_one() -> None:
     ("name", "says"),
     [
         ("gemma3:4b", "a gemma model: no package ships a Gemma vocabulary"),
-        ("mistral-large-2411", "a mistral model: ctxbudget counts offline only the Mistral"),
+        ("mistral-small-2503", "a mistral model: ctxbudget counts offline only the Mistral"),
         ("deepseek-coder-v2", "a deepseek model: ctxbudget counts offline DeepSeek V3, R1"),
         ("qwen-max", "a qwen model: ctxbudget counts offline Qwen 2, 2.5, 3, 3.5, 3.6 and QwQ"),
     ],
