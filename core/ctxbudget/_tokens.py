@@ -460,7 +460,7 @@ def tokenizer_from_file(
     if pattern is None:
         raise TokenizerError(
             f"{str(file)!r} is a tiktoken-format ranks file, which does not say how text is "
-            "split: pass pattern=<the model's regex> or one of "
+            "split: pass pattern=<the model's regex> (--pattern on the command line) or one of "
             f"{', '.join(sorted(PATTERN_NAMES))}"
         )
     encoding = tiktoken.Encoding(
