@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 
 import pytest
@@ -219,7 +220,8 @@ def test_one_name_means_one_model_to_tokenizer_budget_and_command_line(
     name: str, plain: str
 ) -> None:
     assert get_tokenizer(name) is get_tokenizer(plain)
-    assert cli_tokenizer(name) is get_tokenizer(plain)
+    args = argparse.Namespace(model=name, tokenizer_file=None, pattern=None, sha256=None)
+    assert cli_tokenizer(args) == (get_tokenizer(plain), name)
     assert Budget.for_model(name, reserve_output=4_000) == Budget.for_model(
         plain, reserve_output=4_000
     )
