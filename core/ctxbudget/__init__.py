@@ -41,6 +41,7 @@ from ctxbudget._result import (
     Source,
 )
 from ctxbudget._scan import flag_instructions, scan_for_instructions
+from ctxbudget._servers import server_window
 from ctxbudget._sources.arrange import Order
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
@@ -151,6 +152,7 @@ __all__ = [
     "resolve_model",
     "scan_for_instructions",
     "select_sources",
+    "server_window",
     "tokenizer_from_file",
     "trim_turns",
 ]

@@ -240,8 +240,8 @@ def test_budget_for_model_of_open_weight_model_asks_for_the_servers_window() -> 
         BudgetError,
         match=r"unknown context window for model 'llama3\.1:8b': an open-weight model's "
         r"window is the server's setting \(Ollama num_ctx, vLLM --max-model-len\).*; use "
-        r"Budget\.for_context_window\(<tokens>, reserve_output=\.\.\.\) with the window your "
-        r"provider documents or your server is set to$",
+        r"Budget\.for_model\(\.\.\., window=<tokens>\) with the window your provider "
+        r"documents or your server is set to \(server_window\(\.\.\.\) asks Ollama or vLLM\)$",
     ):
         Budget.for_model("llama3.1:8b", reserve_output=1_000)
 
