@@ -303,8 +303,9 @@ class Budget(BaseModel):
         if window is None:
             raise BudgetError(
                 f"unknown context window for model {model!r}: {info.source}; use "
-                "Budget.for_model(..., window=<tokens>) with the window your provider "
-                "documents or your server is set to (server_window(...) asks Ollama or vLLM)"
+                "Budget.for_context_window(<tokens>, reserve_output=...) with the window your "
+                "provider documents or your server is set to, or Budget.for_model(..., "
+                "window=<tokens>) (server_window(...) asks an Ollama or vLLM server for it)"
             )
         if info.input_limit is not None:
             window = min(window, info.input_limit + reserve_output)

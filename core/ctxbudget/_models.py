@@ -279,8 +279,8 @@ stem has a tokenizer of its own, so only these snapshots match."""
 
 _BYO: Final = (
     "pass tokenizer=tokenizer_from_file('<the model's tokenizer.json>'), the file a vLLM "
-    "server or the Hugging Face repo uses (or its tekken.json, or a .tiktoken file with "
-    "pattern=...)"
+    "server or the Hugging Face repo uses (or its tekken.json, its SentencePiece .model, or a "
+    ".tiktoken file with pattern=...)"
 )
 
 
@@ -492,8 +492,8 @@ def _unknown(given: str, text: str) -> ModelInfo:
         f"({', '.join(sorted(tiktoken.list_encoding_names()))}), with or without provider "
         "prefixes and Bedrock, Vertex, Hugging Face or Ollama decorations; for any other model "
         "pass a Tokenizer: tokenizer_from_file(path) for the model's own tokenizer.json, "
-        "tekken.json or .tiktoken file, CallableTokenizer(fn, name=...) for any str -> int "
-        "function",
+        "tekken.json, SentencePiece .model or .tiktoken file, CallableTokenizer(fn, name=...) "
+        "for any str -> int function",
         nearest=nearest,
     )
 

@@ -137,7 +137,7 @@ def test_resolve_model_of_unknown_name_says_how_to_pass_a_tokenizer() -> None:
     with pytest.raises(
         TokenizerError,
         match=r"for any other model pass a Tokenizer: tokenizer_from_file\(path\) for the "
-        r"model's own tokenizer\.json, tekken\.json or \.tiktoken file, "
+        r"model's own tokenizer\.json, tekken\.json, SentencePiece \.model or \.tiktoken file, "
         r"CallableTokenizer\(fn, name=\.\.\.\) for any str -> int function$",
     ):
         resolve_model("acme-7b")
@@ -240,8 +240,9 @@ def test_budget_for_model_of_open_weight_model_asks_for_the_servers_window() -> 
         BudgetError,
         match=r"unknown context window for model 'llama3\.1:8b': an open-weight model's "
         r"window is the server's setting \(Ollama num_ctx, vLLM --max-model-len\).*; use "
-        r"Budget\.for_model\(\.\.\., window=<tokens>\) with the window your provider "
-        r"documents or your server is set to \(server_window\(\.\.\.\) asks Ollama or vLLM\)$",
+        r"Budget\.for_context_window\(<tokens>, reserve_output=\.\.\.\) with the window your "
+        r"provider documents or your server is set to, or Budget\.for_model\(\.\.\., "
+        r"window=<tokens>\) \(server_window\(\.\.\.\) asks an Ollama or vLLM server for it\)$",
     ):
         Budget.for_model("llama3.1:8b", reserve_output=1_000)
 
