@@ -73,6 +73,7 @@ from ctxbudget._result import (
     Source,
 )
 from ctxbudget._scan import flag_instructions, scan_for_instructions
+from ctxbudget._servers import server_window
 from ctxbudget._sources.arrange import Order
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
@@ -90,6 +91,7 @@ from ctxbudget._tokens import (
     CallableTokenizer,
     CountMethod,
     HuggingFaceTokenizer,
+    SentencePieceTokenizer,
     TiktokenTokenizer,
     TokenCounter,
     Tokenizer,
@@ -173,6 +175,7 @@ __all__ = [
     "SearchResultPrompt",
     "SectionLoader",
     "Selection",
+    "SentencePieceTokenizer",
     "Source",
     "SourceFormat",
     "SourceOptions",
@@ -212,6 +215,7 @@ __all__ = [
     "resolve_model",
     "scan_for_instructions",
     "select_sources",
+    "server_window",
     "span_attributes",
     "tokenizer_from_file",
     "traced",

@@ -269,6 +269,7 @@ class Budget(BaseModel):
         *,
         reserve_output: int,
         allocations: Sequence[Allocation] | None = None,
+        window: int | None = None,
     ) -> Budget:
         """`for_context_window` with the context window of a known model.
 
@@ -278,7 +279,9 @@ class Budget(BaseModel):
         "Counting other models" lists them with their sources). A model whose input has a
         limit of its own gets ``total = min(window, input limit + reserve_output)``, so the
         prompt never passes that limit: gpt-5's 400,000 tokens take at most 272,000 of input.
-        An open-weight model's window is its server's setting, so it is never assumed.
+        An open-weight model's window is its server's setting, so it is never assumed: pass
+        `window` (``server_window(...)`` asks an Ollama or vLLM server for it), which is used
+        in place of the known window, the name still read by the same rule.
 
         >>> Budget.for_model("GPT-4.1", reserve_output=8_000).total
         1047576
@@ -292,12 +295,17 @@ class Budget(BaseModel):
         except UnknownModelError as error:
             near = f" (the nearest known model is {error.nearest})" if error.nearest else ""
             raise BudgetError(f"unknown context window for model {model!r}{near}{fix}") from None
-        window = info.context_window
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
+            raise BudgetError(f"window must be a whole number of tokens, got {window!r}")
+        if window is not None and window <= 0:
+            raise BudgetError(f"window must be more than 0 tokens, got {window}")
+        window = info.context_window if window is None else window
         if window is None:
             raise BudgetError(
                 f"unknown context window for model {model!r}: {info.source}; use "
                 "Budget.for_context_window(<tokens>, reserve_output=...) with the window your "
-                "provider documents or your server is set to"
+                "provider documents or your server is set to, or Budget.for_model(..., "
+                "window=<tokens>) (server_window(...) asks an Ollama or vLLM server for it)"
             )
         if info.input_limit is not None:
             window = min(window, info.input_limit + reserve_output)

@@ -213,10 +213,11 @@ _OPEN: Final[tuple[_OpenFamily, ...]] = (
         ),
         "128K tokens for Mistral Large 2, Nemo and Small 3.1, Mistral's model cards",
         ("mistral-large", "mistral-small", "mixtral", "codestral"),
-        remedy="ctxbudget counts offline only the Mistral models whose tekken file "
-        "mistral-common ships (Nemo 2407, Ministral 8B 2410, Small 2409, Pixtral 12B 2409); "
-        "not yet SentencePiece ones (Large 2402-2411, Mixtral, Codestral 2405), and newer "
-        "models need their own tekken.json",
+        remedy="ctxbudget counts offline only the Mistral models whose tokenizer file "
+        "mistral-common ships: tekken for Nemo 2407, Ministral 8B 2410, Small 2409 and Pixtral "
+        "12B 2409, SentencePiece for Medium 2312, Tiny/Small 2312, Small/Large 2402, Mixtral "
+        "8x22B, Large 2407, Codestral 2405 and Large/Pixtral Large 2411; newer models need "
+        "their own tekken.json",
     ),
     _OpenFamily(
         "qwen-3.5",
@@ -260,20 +261,26 @@ _OLLAMA_DISTILLS: Final = frozenset({"deepseek-r1"})
 """Ollama models whose tags below ``671b`` (``latest`` too) are other models distilled from
 them (``deepseek-r1:8b`` is a Qwen 3 model): only the ``671b`` tag is the model itself."""
 
-_TEKKEN: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
+_MISTRAL_FILES: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
     (re.compile(r"(open-)?mistral-nemo(-instruct|-base)?(-2407)?"), "tekken_240718"),
     (re.compile(r"ministral-8b(-instruct)?-2410"), "tekken_240718"),
     (re.compile(r"mistral-small(-instruct)?-2409"), "tekken_240718"),
     (re.compile(r"pixtral-12b(-base)?(-2409)?"), "tekken_240911"),
+    (re.compile(r"mistral-medium-2312"), "mistral-v1"),
+    (re.compile(r"mistral-(tiny|small)-2312|mistral-(small|large)-2402"), "mistral-v2"),
+    (re.compile(r"(open-)?mixtral-8x22b(-2404)?"), "mistral-v3"),
+    (re.compile(r"mistral-(large|tiny)-2407|codestral-2405|codestral-mamba-2407"), "mistral-v3"),
+    (re.compile(r"(mistral|pixtral)-large-2411"), "mistral-v7"),
 )
-"""Mistral models whose tokenizer is a tekken file mistral-common ships (its
-`MODEL_NAME_TO_TOKENIZER_CLS`), by their full canonical name: a newer model of the same name
+"""Mistral models whose tokenizer is a file mistral-common ships, a tekken JSON or a
+SentencePiece model (its `MODEL_NAME_TO_TOKENIZER_CLS`, and ``open-mixtral-8x22b``, the API's
+name of its 2404 snapshot), by their full canonical name: a newer model of the same name
 stem has a tokenizer of its own, so only these snapshots match."""
 
 _BYO: Final = (
     "pass tokenizer=tokenizer_from_file('<the model's tokenizer.json>'), the file a vLLM "
-    "server or the Hugging Face repo uses (or its tekken.json, or a .tiktoken file with "
-    "pattern=...)"
+    "server or the Hugging Face repo uses (or its tekken.json, its SentencePiece .model, or a "
+    ".tiktoken file with pattern=...)"
 )
 
 
@@ -423,18 +430,18 @@ def _known(
                 input_limit=None,
                 source=limits.source,
             )
-    tekken = next((file for pattern, file in _TEKKEN if pattern.fullmatch(text)), None)
-    if tekken is not None:
+    mistral = next((file for pattern, file in _MISTRAL_FILES if pattern.fullmatch(text)), None)
+    if mistral is not None:
         return ModelInfo(
             name=given,
             canonical=text,
             family="mistral",
             provider=provider,
-            tokenizer=tekken,
+            tokenizer=mistral,
             context_window=None,
             max_output=None,
             input_limit=None,
-            source=f"{_SERVER_WINDOW} when self-hosted; Mistral's API gives 128K for Nemo",
+            source=f"{_SERVER_WINDOW} when self-hosted; Mistral's model card gives the model's own",
         )
     for open_family in _OPEN:
         if open_family.pattern.match(text):
@@ -485,8 +492,8 @@ def _unknown(given: str, text: str) -> ModelInfo:
         f"({', '.join(sorted(tiktoken.list_encoding_names()))}), with or without provider "
         "prefixes and Bedrock, Vertex, Hugging Face or Ollama decorations; for any other model "
         "pass a Tokenizer: tokenizer_from_file(path) for the model's own tokenizer.json, "
-        "tekken.json or .tiktoken file, CallableTokenizer(fn, name=...) for any str -> int "
-        "function",
+        "tekken.json, SentencePiece .model or .tiktoken file, CallableTokenizer(fn, name=...) "
+        "for any str -> int function",
         nearest=nearest,
     )
 

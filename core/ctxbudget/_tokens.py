@@ -5,6 +5,7 @@ a budget is for, so it is never the default. `get_tokenizer` resolves a model na
 one model-name rule (`resolve_model`) to tiktoken, to an open-weight vocabulary a package
 ships (`_mistral.py`, `_vocab.py`), or for Claude and Gemini, whose tokenizers are not
 public, to a labelled upper bound (`_estimates.py`);
+`SentencePieceTokenizer` counts with a SentencePiece model (Mistral's older files, Gemma's),
 `CallableTokenizer` and `HuggingFaceTokenizer` adapt anything else to the one `Tokenizer`
 protocol the assembler accepts. Every count says how it was made (`count_method_of`).
 """
@@ -17,6 +18,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import threading
 import unicodedata
 from collections import OrderedDict
@@ -27,7 +29,7 @@ from typing import Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 import tiktoken
 
-from ctxbudget import _mistral, _offline, _vocab
+from ctxbudget import _mistral, _offline, _sentencepiece, _vocab
 from ctxbudget._errors import TokenizerError, VocabularyError
 from ctxbudget._estimates import ESTIMATES, EstimateTokenizer
 from ctxbudget._joins import Counted, Ends, JoinCounter, Piece, join_counter
@@ -40,6 +42,7 @@ __all__ = [
     "Encoding",
     "HuggingFaceTokenizer",
     "LabelledTokenizer",
+    "SentencePieceTokenizer",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",
@@ -273,6 +276,54 @@ class HuggingFaceTokenizer:
         return f"HuggingFaceTokenizer(name={self._name!r})"
 
 
+class _SentencePieceModel(Protocol):
+    def encode(self, input: str) -> list[int]: ...
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class SentencePieceTokenizer:
+    """A `Tokenizer` over a `sentencepiece.SentencePieceProcessor` (Mistral's v1 to v7 models,
+    Gemma's, which Google's SDK gives as Gemini's text tokenizer).
+
+    The count is ``len(processor.encode(text))``: the text's own tokens, without the BOS the
+    model adds once per sequence, as mistral-common's ``encode(s, bos=False, eos=False)``.
+    Control tokens' text (``<s>``, ``[INST]``) counts as ordinary text, as for every tokenizer
+    here; a symbol the model file marks user-defined is one token wherever it occurs, as in
+    the model's own tokenizer.
+    """
+
+    def __init__(self, processor: _SentencePieceModel, *, name: str) -> None:
+        self._processor = processor
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def exact(self) -> bool:
+        return True
+
+    @property
+    def method(self) -> str:
+        return f"sentencepiece:{self._name}"
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`; a lone surrogate counts as U+FFFD, as tiktoken counts it
+        (sentencepiece itself cannot take one)."""
+        if _SURROGATE.search(text):
+            text = _SURROGATE.sub("\ufffd", text)
+        return self._processor.encode(text)
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def __repr__(self) -> str:
+        return f"SentencePieceTokenizer(name={self._name!r})"
+
+
 @functools.cache
 def _encoding(name: str) -> tiktoken.Encoding:
     if _offline.offline_available() and name in _offline.PUBLISHED_SHA256:
@@ -341,11 +392,15 @@ def get_tokenizer(model_or_encoding: str) -> Tokenizer:
 
 
 @functools.cache
-def _vocabulary(name: str) -> TiktokenTokenizer | HuggingFaceTokenizer:
+def _vocabulary(name: str) -> TiktokenTokenizer | HuggingFaceTokenizer | SentencePieceTokenizer:
+    vocabulary = _vocab.VOCABULARIES[name]
     if name in _vocab.PATTERNS:
-        return TiktokenTokenizer(
-            _vocab.encoding(name),
-            normalization=_vocab.VOCABULARIES[name].normalization,
+        return TiktokenTokenizer(_vocab.encoding(name), normalization=vocabulary.normalization)
+    if name in _vocab.SENTENCEPIECE:
+        raw = _vocab.read_vocabulary(name)
+        what = f"counting with the {name} tokenizer ({vocabulary.models})"
+        return SentencePieceTokenizer(
+            _sentencepiece.processor(raw, what, vocabulary.install), name=name
         )
     return HuggingFaceTokenizer(_vocab.tokenizer_json(name), name=name, exact=True)
 
@@ -362,13 +417,15 @@ def tokenizer_from_file(
     sha256: str | None = None,
     name: str | None = None,
     normalization: Normalization | None = None,
-) -> TiktokenTokenizer | HuggingFaceTokenizer:
+) -> TiktokenTokenizer | HuggingFaceTokenizer | SentencePieceTokenizer:
     """The exact tokenizer of a model's own vocabulary file, for a model ctxbudget does not
-    ship one for (Gemma, newer Mistral models, a gated Llama copy, a vLLM server's file).
+    ship one for (Gemma and so Gemini, newer Mistral models, a gated Llama copy, a vLLM
+    server's file).
 
     Takes a tiktoken-format ranks file (``.tiktoken``, Llama's ``tokenizer.model``; give its
     split `pattern`, a regex or a name in `PATTERN_NAMES`), a Hugging Face ``tokenizer.json``
-    (needs `tokenizers`) or a Mistral tekken JSON. With `sha256` the file must have that
+    (needs `tokenizers`), a Mistral tekken JSON or a SentencePiece ``.model`` (needs
+    `sentencepiece`), told apart by their content. With `sha256` the file must have that
     digest. `normalization` is what the model's tokenizer applies first (Qwen: ``"NFC"``).
     Special-token text counts as ordinary text, as for every tokenizer here.
     """
@@ -383,6 +440,16 @@ def tokenizer_from_file(
             f"tokenizer file {str(file)!r} has sha256 {hashlib.sha256(raw).hexdigest()}, but "
             f"{sha256} was pinned; refusing to count with it"
         )
+    if _sentencepiece.is_model(raw):
+        if pattern is not None or normalization is not None:
+            raise TokenizerError(
+                f"{str(file)!r} is a SentencePiece model, which carries its own splitting and "
+                "normalization: leave out pattern= and normalization="
+            )
+        what = f"counting with {str(file)!r}, a SentencePiece model,"
+        return SentencePieceTokenizer(
+            _sentencepiece.processor(raw, what, _sentencepiece.INSTALL), name=label
+        )
     if raw.lstrip()[:1] == b"{":
         if pattern is not None or normalization is not None:
             raise TokenizerError(
@@ -393,7 +460,7 @@ def tokenizer_from_file(
     if pattern is None:
         raise TokenizerError(
             f"{str(file)!r} is a tiktoken-format ranks file, which does not say how text is "
-            "split: pass pattern=<the model's regex> or one of "
+            "split: pass pattern=<the model's regex> (--pattern on the command line) or one of "
             f"{', '.join(sorted(PATTERN_NAMES))}"
         )
     encoding = tiktoken.Encoding(

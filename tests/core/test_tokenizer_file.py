@@ -59,7 +59,8 @@ def test_tokenizer_from_a_ranks_file_without_pattern_asks_for_one(tmp_path: Path
     with pytest.raises(
         TokenizerError,
         match=r"is a tiktoken-format ranks file, which does not say how text is split: pass "
-        r"pattern=<the model's regex> or one of cl100k_base, llama3, llama4, o200k_base",
+        r"pattern=<the model's regex> \(--pattern on the command line\) or one of cl100k_base, "
+        r"llama3, llama4, o200k_base",
     ):
         tokenizer_from_file(_ranks(tmp_path, []))
 

@@ -28,7 +28,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    counter = tokenizer(args.model)
+    counter, model = tokenizer(args)
     method = count_method_of(counter)
     texts = [(path, read_text(path)) for path in args.files]
     rows = [(path, counter.count(text), len(text)) for path, text in texts]
@@ -36,7 +36,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
-                "model": args.model,
+                "model": model,
                 "encoding": counter.name,
                 "method": method.label,
                 "exact": method.exact,
@@ -56,7 +56,7 @@ def _run(args: argparse.Namespace) -> int:
     out.print(grid)
     note = count_note(method.exact, method.margin)
     how = "" if note is None else f": {note}"
-    out.print(f"Counted with {counter.name} ({args.model}){how}.", soft_wrap=True)
+    out.print(f"Counted with {counter.name} ({model}){how}.", soft_wrap=True)
     return 0
 
 

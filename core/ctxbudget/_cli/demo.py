@@ -76,7 +76,7 @@ def _run(args: argparse.Namespace) -> int:
     if not question.strip():
         raise CliError("--question is empty; ask something, e.g. --question 'Can I return it?'")
 
-    counter = tokenizer(args.model)
+    counter, model = tokenizer(args)
     window = preset.window if preset else None
     default = (
         Budget.default()
@@ -118,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
         Outcome(
             title=title,
             question=question,
-            model=args.model,
+            model=model,
             budget=budget,
             result=result,
             principal=principal,

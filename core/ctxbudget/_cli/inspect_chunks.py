@@ -57,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
     chunks = read_jsonl(args.chunks, Chunk)
     history = read_jsonl(args.history, Turn) if args.history else []
     needs: tuple[Claimant, ...] = ("retrieved", "history") if history else ("retrieved",)
-    counter = tokenizer(args.model)
+    counter, model = tokenizer(args)
     budget = load_budget(args.budget, total=args.total, default=Budget.default(), needs=needs)
     principal = (
         Principal(tenant=args.tenant, groups=frozenset(args.groups or ()))
@@ -74,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         Outcome(
             title=f"ctxbudget inspect {args.chunks}",
             question=question,
-            model=args.model,
+            model=model,
             budget=budget,
             result=result,
             principal=principal,

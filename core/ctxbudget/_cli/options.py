@@ -6,8 +6,17 @@ import argparse
 from collections.abc import Collection
 from pathlib import Path
 
-from ctxbudget import Budget, BudgetError, Claimant, Tokenizer, get_tokenizer
-from ctxbudget._cli.errors import CliError
+from ctxbudget import (
+    Budget,
+    BudgetError,
+    Claimant,
+    Tokenizer,
+    TokenizerError,
+    get_tokenizer,
+    tokenizer_from_file,
+)
+from ctxbudget._cli.errors import CliError, UsageError
+from ctxbudget._tokens import PATTERN_NAMES
 
 __all__ = [
     "add_budget",
@@ -35,13 +44,31 @@ def positive_int(value: str) -> int:
 
 
 def add_model(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    """``--model``, or ``--tokenizer-file`` (with ``--pattern`` and ``--sha256``) in its place:
+    the two ways to say what counts, read by `tokenizer`."""
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument(
         "--model",
-        default=DEFAULT_MODEL,
         metavar="M",
         help="model whose tokenizer counts, as a framework names it (gpt-4o, openai:gpt-4o, "
         "claude-sonnet-4-5, gemini-2.5-flash, a Bedrock id ...), or a tiktoken encoding "
         f"(default: {DEFAULT_MODEL})",
+    )
+    chosen.add_argument(
+        "--tokenizer-file",
+        metavar="PATH",
+        help="count with the model's own tokenizer file instead: a tokenizer.json, tekken.json, "
+        "SentencePiece .model (Gemma 3's for Gemini), or tiktoken-format ranks file (.tiktoken, "
+        "Llama's tokenizer.model) with --pattern",
+    )
+    parser.add_argument(
+        "--pattern",
+        metavar="P",
+        help="the split pattern of a tiktoken-format --tokenizer-file: a regex or one of "
+        f"{', '.join(sorted(PATTERN_NAMES))}",
+    )
+    parser.add_argument(
+        "--sha256", metavar="HEX", help="refuse a --tokenizer-file whose sha256 is not HEX"
     )
 
 
@@ -72,10 +99,28 @@ def add_json(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def tokenizer(model: str) -> Tokenizer:
-    """The tokenizer for `model` (`get_tokenizer`: one model-name rule for the library and the
-    command line); an unknown name raises `TokenizerError` saying how to pick one."""
-    return get_tokenizer(model)
+def tokenizer(args: argparse.Namespace) -> tuple[Tokenizer, str]:
+    """The tokenizer ``--model`` or ``--tokenizer-file`` names, and the name to show for it
+    (the model, or the file's path). `get_tokenizer` and `tokenizer_from_file` read them, as
+    for the library; a model without an offline tokenizer gets the command line's remedy."""
+    if args.tokenizer_file is None:
+        for option in ("pattern", "sha256"):
+            if getattr(args, option) is not None:
+                raise UsageError(f"--{option} applies to --tokenizer-file PATH; pass one")
+        model: str = args.model or DEFAULT_MODEL
+        try:
+            return get_tokenizer(model), model
+        except TokenizerError as exc:
+            raise CliError(
+                f"{exc}; on the command line, pass --tokenizer-file PATH (the model's own "
+                "tokenizer.json, tekken.json or SentencePiece .model, or a tiktoken-format file "
+                "with --pattern) in place of --model"
+            ) from None
+    path: str = args.tokenizer_file
+    if not Path(path).is_file():
+        raise CliError(f"--tokenizer-file {path} {_missing(path)}")
+    counter = tokenizer_from_file(path, pattern=args.pattern, sha256=args.sha256)
+    return counter, path
 
 
 def load_budget(
