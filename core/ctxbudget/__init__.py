@@ -24,6 +24,7 @@ from ctxbudget._errors import (
 from ctxbudget._estimates import EstimateTokenizer
 from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_section
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
+from ctxbudget._ingest_batch import INGEST_BATCH_COLUMNS, IngestBatch, ingest_batch, ingest_columns
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._models import ModelInfo, resolve_model
 from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
@@ -76,6 +77,7 @@ __all__ = [
     "CLAIMANTS",
     "CONTEXT_WINDOWS",
     "CONVERSATION_START",
+    "INGEST_BATCH_COLUMNS",
     "INGEST_COUNT_KEYS",
     "NO_SCOPE",
     "AccessPolicy",
@@ -105,6 +107,7 @@ __all__ = [
     "FencedSource",
     "HistoryOptions",
     "HuggingFaceTokenizer",
+    "IngestBatch",
     "InputError",
     "Message",
     "MessageStyle",
@@ -138,6 +141,8 @@ __all__ = [
     "fence_untrusted",
     "flag_instructions",
     "get_tokenizer",
+    "ingest_batch",
+    "ingest_columns",
     "ingest_count",
     "ingest_metadata",
     "message_text",
