@@ -65,7 +65,8 @@ def ingest_columns(
     values and, with `scan`, the row's `scan_for_instructions` warnings joined by newlines.
 
     A tiktoken tokenizer counts the column with `encode_ordinary_batch` on `num_threads`
-    threads (tiktoken releases the GIL); any other counts text by text. `InputError` names
+    threads (tiktoken releases the GIL; one thread encodes in a plain loop); any other
+    tokenizer counts text by text. `InputError` names
     the first row that is not a str (`column` names the column in the message).
     """
     _check_texts(texts, column)
@@ -78,8 +79,14 @@ def ingest_columns(
         encoded = strings
         if tokenizer.normalization is not None:
             encoded = [unicodedata.normalize(tokenizer.normalization, t) for t in strings]
-        ids = tokenizer.encoding.encode_ordinary_batch(encoded, num_threads=num_threads)
-        counts = [len(row) for row in ids]
+        encoding = tokenizer.encoding
+        if num_threads == 1:
+            # On one thread the batch API only adds its pool: twice the CPU of this loop
+            # (benchmarks/README.md "Ingest on a cluster").
+            counts = [len(encoding.encode_ordinary(text)) for text in encoded]
+        else:
+            ids = encoding.encode_ordinary_batch(encoded, num_threads=num_threads)
+            counts = [len(row) for row in ids]
         digests = [_digest(text, name, n) for text, n in zip(strings, counts, strict=True)]
     else:
         rows = [ingest_metadata(text, tokenizer) for text in strings]
