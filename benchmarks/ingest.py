@@ -60,9 +60,6 @@ def one_process(table: pa.Table, batch_size: int) -> dict[str, float]:
     texts = table.column("text").to_pylist()
     ingest_batch(batches[0], tokenizer=tokenizer)  # warm: regexes compiled, caches filled
     return {
-        "ingest_batch, 2 threads, CPU of both (count + digest + scan)": _cpu(
-            lambda: [ingest_batch(b, tokenizer=tokenizer, num_threads=2) for b in batches]
-        ),
         "ingest_batch (count + digest + scan)": _cpu(
             lambda: [ingest_batch(b, tokenizer=tokenizer) for b in batches]
         ),
