@@ -120,13 +120,7 @@ def ingest_batch(
     >>> ingest_batch({"text": ["Refunds take 14 days."]}, tokenizer="gpt-4o")["ctxbudget_tokens"]
     [7]
     """
-    if isinstance(tokenizer, str):
-        tokenizer = get_tokenizer(tokenizer)
-    elif not isinstance(tokenizer, Tokenizer):
-        raise TypeError(
-            f"tokenizer must be a model/encoding name or a Tokenizer, not "
-            f"{type(tokenizer).__name__}; wrap a function in CallableTokenizer(fn, name=...)"
-        )
+    tokenizer = _tokenizer(tokenizer)
 
     def count(texts: Sequence[object]) -> dict[str, list[Any]]:
         return ingest_columns(
@@ -188,7 +182,7 @@ class IngestBatch:
         if num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, but got {num_threads}")
         self._given = tokenizer
-        self.tokenizer = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+        self.tokenizer = _tokenizer(tokenizer)
         self.text_column = text_column
         self.scan = scan
         self.num_threads = num_threads
@@ -232,6 +226,17 @@ class IngestBatch:
 
     def __repr__(self) -> str:
         return f"IngestBatch({self.tokenizer.name!r}, text_column={self.text_column!r})"
+
+
+def _tokenizer(tokenizer: object) -> Tokenizer:
+    if isinstance(tokenizer, str):
+        return get_tokenizer(tokenizer)
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(
+            f"tokenizer must be a model/encoding name or a Tokenizer, not "
+            f"{type(tokenizer).__name__}; wrap a function in CallableTokenizer(fn, name=...)"
+        )
+    return tokenizer
 
 
 def _series(pandas: Any, name: str, values: list[Any], index: Any) -> Any:

@@ -302,6 +302,11 @@ def test_ingest_batch_class_pickles_by_tokenizer_name() -> None:
     assert copy({"body": TEXTS}) == step({"body": TEXTS})
 
 
+def test_ingest_batch_class_tokenizer_of_another_type_is_an_error() -> None:
+    with pytest.raises(TypeError, match=r"tokenizer must be .*, not int; wrap a function"):
+        IngestBatch(3)  # type: ignore[arg-type]
+
+
 def test_ingest_batch_class_no_threads_is_an_error() -> None:
     with pytest.raises(ValueError, match=r"num_threads must be >= 1, but got 0"):
         IngestBatch("gpt-4o", num_threads=0)
