@@ -39,6 +39,7 @@ from ctxbudget._filters import (
     permit_tokens,
 )
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
+from ctxbudget._ingest_batch import INGEST_BATCH_COLUMNS, IngestBatch, ingest_batch, ingest_columns
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._models import ModelInfo, resolve_model
 from ctxbudget._otel import span_attributes, traced
@@ -111,6 +112,7 @@ __all__ = [
     "CLAIMANTS",
     "CONTEXT_WINDOWS",
     "CONVERSATION_START",
+    "INGEST_BATCH_COLUMNS",
     "INGEST_COUNT_KEYS",
     "MAX_PROVIDER_COUNTS",
     "NO_SCOPE",
@@ -155,6 +157,7 @@ __all__ = [
     "GeminiPrompt",
     "HistoryOptions",
     "HuggingFaceTokenizer",
+    "IngestBatch",
     "InputError",
     "Matches",
     "Message",
@@ -201,6 +204,8 @@ __all__ = [
     "flag_instructions",
     "fold_filter",
     "get_tokenizer",
+    "ingest_batch",
+    "ingest_columns",
     "ingest_count",
     "ingest_metadata",
     "message_text",
