@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ctxbudget import (
     ACCESS_KEY,
     INGEST_COUNT_KEYS,
+    PARSE_WARNINGS_KEY,
     Acl,
     Chunk,
     InputError,
@@ -41,9 +42,9 @@ __all__ = [
 
 ORDINAL_KEY: Final = "ctxbudget_ordinal"
 """Node metadata: the node's position within its source document."""
-WARNINGS_KEY: Final = "ctxbudget_parse_warnings"
-"""Node metadata: instruction-like text found at ingest, one warning per line. One string,
-not a list, because many vector stores accept only flat scalar metadata."""
+WARNINGS_KEY: Final = PARSE_WARNINGS_KEY
+"""Node metadata: instruction-like text found at ingest, one warning per line (the core's
+key, which `ctxbudget.ingest_batch` writes too)."""
 INGEST_KEYS: Final = (*INGEST_COUNT_KEYS, ORDINAL_KEY, WARNINGS_KEY)
 """Every key `TokenCounter` writes: never passed on, never shown to the LLM or embedded."""
 

@@ -39,7 +39,13 @@ from ctxbudget._filters import (
     permit_tokens,
 )
 from ctxbudget._ingest import INGEST_COUNT_KEYS, ingest_count, ingest_metadata
-from ctxbudget._ingest_batch import INGEST_BATCH_COLUMNS, IngestBatch, ingest_batch, ingest_columns
+from ctxbudget._ingest_batch import (
+    INGEST_BATCH_COLUMNS,
+    PARSE_WARNINGS_KEY,
+    IngestBatch,
+    ingest_batch,
+    ingest_columns,
+)
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._models import ModelInfo, resolve_model
 from ctxbudget._otel import span_attributes, traced
@@ -116,6 +122,7 @@ __all__ = [
     "INGEST_COUNT_KEYS",
     "MAX_PROVIDER_COUNTS",
     "NO_SCOPE",
+    "PARSE_WARNINGS_KEY",
     "AccessPolicy",
     "Acl",
     "AllOf",

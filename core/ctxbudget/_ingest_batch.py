@@ -26,13 +26,13 @@ from ctxbudget._tokens import TiktokenTokenizer, Tokenizer, get_tokenizer
 
 __all__ = [
     "INGEST_BATCH_COLUMNS",
-    "WARNINGS_KEY",
+    "PARSE_WARNINGS_KEY",
     "IngestBatch",
     "ingest_batch",
     "ingest_columns",
 ]
 
-WARNINGS_KEY: Final = "ctxbudget_parse_warnings"
+PARSE_WARNINGS_KEY: Final = "ctxbudget_parse_warnings"
 """Column (and node metadata key): the scan's parse warnings, one per line, "" when none.
 
 One string rather than a list: it comes back from Arrow, Parquet, pandas and Ray's numpy
@@ -40,7 +40,7 @@ format as the same string, and vector stores that keep only flat scalar metadata
 Pinecone) store it; a list column comes back from Arrow as a numpy array in pandas and is
 refused by those stores. No warning contains a newline, so the split is exact."""
 
-INGEST_BATCH_COLUMNS: Final = (TOKENS_KEY, TOKENIZER_KEY, DIGEST_KEY, WARNINGS_KEY)
+INGEST_BATCH_COLUMNS: Final = (TOKENS_KEY, TOKENIZER_KEY, DIGEST_KEY, PARSE_WARNINGS_KEY)
 """The columns `ingest_batch` adds, in order (the warnings only when it scans)."""
 
 Batch = TypeVar("Batch")
@@ -49,7 +49,7 @@ _ARROW_TYPES: Final = {
     TOKENS_KEY: "int64",
     TOKENIZER_KEY: "string",
     DIGEST_KEY: "string",
-    WARNINGS_KEY: "string",
+    PARSE_WARNINGS_KEY: "string",
 }
 
 
@@ -98,7 +98,7 @@ def ingest_columns(
         DIGEST_KEY: digests,
     }
     if scan:
-        columns[WARNINGS_KEY] = ["\n".join(scan_for_instructions(text)) for text in strings]
+        columns[PARSE_WARNINGS_KEY] = ["\n".join(scan_for_instructions(text)) for text in strings]
     return columns
 
 
