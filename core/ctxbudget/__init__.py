@@ -54,6 +54,7 @@ from ctxbudget._sources.fenced import (
 )
 from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
+from ctxbudget._textcache import ShingleCache
 from ctxbudget._tokens import (
     CallableTokenizer,
     CountMethod,
@@ -118,6 +119,7 @@ __all__ = [
     "Role",
     "SectionLoader",
     "Selection",
+    "ShingleCache",
     "Source",
     "SourceFormat",
     "SourceOptions",

@@ -297,16 +297,21 @@ class _Texts:
     must meet, and verifies each kept chunk hit with the exact intersection.
     """
 
-    def __init__(self, near: Callable[[int, int, int], bool], settings: Dedup) -> None:
+    def __init__(
+        self, near: Callable[[int, int, int], bool], settings: Dedup, cache: ShingleCache
+    ) -> None:
         self._near = near
         self._settings = settings
+        self._cache = cache
         self._sets: list[Shingles] = []
+        self._serials: list[int] = []  # each set's entry in the cache (0: not held)
         self._sizes_at: list[int] = []  # len(self._sets[p]), read once per hit
         self._index: dict[int, list[int]] | None = None
         self._sizes: list[int] = []  # sorted, of the indexed sets
 
-    def append(self, kept: Shingles) -> None:
+    def append(self, kept: Shingles, serial: int) -> None:
         self._sets.append(kept)
+        self._serials.append(serial)
         self._sizes_at.append(len(kept))
         if self._index is None and len(self._sets) > _PAIRWISE:
             self._index = {}
@@ -340,14 +345,16 @@ class _Texts:
                         del index[shingle]
                 del self._sizes[bisect_left(self._sizes, len(kept))]
         del self._sets[length:]
+        del self._serials[length:]
         del self._sizes_at[length:]
 
-    def first(self, mine: Shingles, start: int, stop: int) -> int:
-        """The first position in [start, stop) whose shingles `mine` is near; `stop` if none."""
+    def first(self, mine: Shingles, serial: int, start: int, stop: int) -> int:
+        """The first position in [start, stop) whose shingles `mine` (cache entry `serial`)
+        is near; `stop` if none."""
         if start >= stop:
             return stop
         if self._index is None:
-            return self._pairwise(mine, range(start, stop), stop)
+            return self._pairwise(mine, serial, range(start, stop), stop)
         size = len(mine)
         least = self._least_overlap(size)
         if least > size:
@@ -418,15 +425,26 @@ class _Texts:
                 return position
         return stop
 
-    def _pairwise(self, mine: Shingles, positions: Sequence[int], stop: int) -> int:
+    def _pairwise(self, mine: Shingles, serial: int, positions: Sequence[int], stop: int) -> int:
         """The first of `positions` near `mine`, each tested as the pairwise walk does:
-        by sizes first, then by the intersection."""
-        near, sets, size = self._near, self._sets, len(mine)
+        by sizes first, then by the intersection, whose verdict the cache remembers for
+        the next request over the same texts (a chat's next turn compares the same pairs)."""
+        near, sets, serials, size = self._near, self._sets, self._serials, len(mine)
+        cache, s = self._cache, self._settings
         for position in positions:
             theirs = sets[position]
             if not near(min(size, len(theirs)), size, len(theirs)):
                 continue
-            if near(len(mine & theirs), size, len(theirs)):
+            if not (serial and serials[position]):
+                if near(len(mine & theirs), size, len(theirs)):
+                    return position
+                continue
+            key = (serial, serials[position], s.jaccard, s.containment)
+            verdict = cache.verdict(key)
+            if verdict is None:
+                verdict = near(len(mine & theirs), size, len(theirs))
+                cache.remember(key, verdict)
+            if verdict:
                 return position
         return stop
 
@@ -485,20 +503,21 @@ class Deduplicator:
         self._settings = settings
         self._cache = ShingleCache() if cache is None else cache
         self._text = settings.jaccard is not None or settings.containment is not None
-        self._shingles: dict[str, Shingles] = {}
+        self._shingles: dict[str, tuple[Shingles, int]] = {}  # and the cache entry's serial
         self._order: list[Chunk] = []
-        self._texts = _Texts(self._near, settings)
+        self._texts = _Texts(self._near, settings, self._cache)
         self._vectors = None if settings.cosine is None else _Vectors(settings.cosine)
         # By identity, holding the candidate so that its id cannot be reused: (candidate,
         # epoch, L, the first duplicate's position among the first L kept, L when none).
         self._memo: dict[int, tuple[Chunk, int, int, int]] = {}
         self._epoch = 0
 
-    def _of(self, chunk: Chunk) -> Shingles:
+    def _of(self, chunk: Chunk) -> tuple[Shingles, int]:
+        """The chunk's shingles and their serial in the cache (0 when not held)."""
         text = chunk.content
         cached = self._shingles.get(text)
         if cached is None:
-            cached = self._cache.get(text, self._settings.shingle_size, shingles)
+            cached = self._cache.lookup(text, self._settings.shingle_size, shingles)
             self._shingles[text] = cached
         return cached
 
@@ -536,7 +555,7 @@ class Deduplicator:
             for chunk in kept[len(order) :]:
                 order.append(chunk)
                 if self._text:
-                    self._texts.append(self._of(chunk))
+                    self._texts.append(*self._of(chunk))
                 if self._vectors is not None:
                     self._vectors.append(chunk.embedding)
 
@@ -555,10 +574,10 @@ class Deduplicator:
             stop_text = stop
         if not self._text or start >= stop_text:
             return stop_text
-        mine = self._of(candidate)
+        mine, serial = self._of(candidate)
         if not mine:
             return stop_text
-        return self._texts.first(mine, start, stop_text)
+        return self._texts.first(mine, serial, start, stop_text)
 
     def _near(self, shared: int, mine: int, theirs: int) -> bool:
         """Whether sets of `mine` and `theirs` shingles sharing `shared` are near-duplicates."""
