@@ -614,18 +614,54 @@ def test_assembler_follow_up_intersects_no_pair_again(o200k: TiktokenTokenizer) 
 
 
 def test_cosine_numpy_screen_is_within_its_margin_at_1536_dimensions() -> None:
-    # The stated tolerance: numpy's sums of 1,536 products differ from `cosine`'s by far
-    # less than the margin, so a pair outside it cannot change sides.
+    # The stated tolerance: the float32 screen's cosines of 1,536-dim vectors differ from
+    # `cosine`'s by far less than the margin, so a pair outside it cannot change sides.
     numpy = pytest.importorskip("numpy")
     rng = random.Random(5)
-    worst = 0.0
-    for _ in range(50):
-        a = tuple(rng.gauss(0, 1) for _ in range(1_536))
-        b = tuple(x + rng.gauss(0, 0.5) for x in a)
-        fast = float(numpy.einsum("i,i->", numpy.asarray(a), numpy.asarray(b)))
-        fast /= math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-        worst = max(worst, abs(fast - reference_cosine(a, b)))
+    a = tuple(rng.gauss(0, 1) for _ in range(1_536))
+    kept = [tuple(x + rng.gauss(0, 0.5) for x in a) for _ in range(50)]
+    rows = numpy.asarray(kept, dtype=numpy.float32)
+    dots = numpy.einsum("ij,j->i", rows, numpy.asarray(a, dtype=numpy.float32))
+    norm = math.sqrt(sum(x * x for x in a))
+    worst = max(
+        abs(float(dot) / (norm * math.sqrt(sum(y * y for y in b))) - reference_cosine(a, b))
+        for dot, b in zip(dots.tolist(), kept, strict=True)
+    )
     assert worst < dedup_module._margin(1_536) / 10
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0**-30, 2.0**30])
+def test_cosine_float32_screen_verdicts_equal_pairwise_near_the_threshold(scale: float) -> None:
+    # Pairs up to twice the margin either side of the threshold, at 1,536 dimensions; the
+    # scaled ones fall outside the screen's safe norms and are compared in pure Python.
+    pytest.importorskip("numpy")
+    settings = Dedup(jaccard=None, containment=None)
+    margin = dedup_module._margin(1_536)
+    rng = random.Random(13)
+    sides = set()
+    for _ in range(60):
+        a, b = at_threshold(rng, 0.9 + rng.uniform(-2, 2) * margin, 1_536)
+        a = a.model_copy(update={"embedding": tuple(x * scale for x in a.embedding or ())})
+        want = PairwiseReference(settings).duplicates(b, [a])
+        assert Deduplicator(settings).duplicates(b, [a]) is want
+        sides.add(want is None)
+    assert sides == {True, False}
+
+
+def test_mutation_a_float32_margin_too_small_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hundredth of the margin lets float32 rounding decide pairs at the threshold.
+    pytest.importorskip("numpy")
+    real = dedup_module._margin
+    monkeypatch.setattr(dedup_module, "_margin", lambda dimensions: real(dimensions) / 100)
+    settings = Dedup(jaccard=None, containment=None)
+    rng = random.Random(3)
+    differ = 0
+    for _ in range(200):
+        a, b = at_threshold(rng, 0.9, 64)
+        differ += Deduplicator(settings).duplicates(b, [a]) is not PairwiseReference(
+            settings
+        ).duplicates(b, [a])
+    assert differ > 0
 
 
 def test_assemble_with_index_equals_assemble_with_pairwise_reference(

@@ -164,9 +164,13 @@ def _numpy() -> Any:
 _PAIRWISE: Final = 32
 """Kept chunks compared one by one up to this many: indexing a handful costs more than
 intersecting them (the seed request keeps 8)."""
-_SAFE_NORM: Final = (1e-150, 1e150)
-"""Norms between these keep every product and sum of a vector far from underflow and
-overflow, so the error bound of the numpy path holds."""
+_SAFE_NORM: Final = (2.0**-20, 2.0**20)
+"""Norms between these keep every float32 element, product and sum of a vector far from
+overflow, and what underflows far below the margin, so the error bound of the numpy
+screen holds (embeddings have norms near 1; others are compared in pure Python)."""
+_MAX_SCREENED: Final = 2**20
+"""Dimensions the float32 screen takes at most (its error bound needs n·2**-24 well
+under 1)."""
 
 
 def _norm(vector: Sequence[float]) -> float:
@@ -175,22 +179,24 @@ def _norm(vector: Sequence[float]) -> float:
 
 
 def _margin(dimensions: int) -> float:
-    """How far from `cosine`'s value numpy's may be for `dimensions`-long vectors.
+    """How far from `cosine`'s value the float32 screen's may be for `dimensions`-long vectors.
 
-    Any order of summing n products errs by at most n·u·Σ|xᵢyᵢ| ≤ n·u·|a||b| (u = 2**-53),
-    so two orders differ by twice that over the norms, plus the division's rounding: 8x is
-    room to spare. Pairs within the margin are recomputed exactly.
+    Rounding each element to float32 moves each product by at most 2u|xᵢyᵢ| (u = 2**-24),
+    and any order of summing n products errs by at most n·u·Σ|xᵢyᵢ| ≤ n·u·|a||b|; over the
+    float64 norms that is (n + 2)·u of the cosine, and `cosine`'s own float64 error is far
+    smaller: 4x is room to spare. Pairs within the margin are recomputed exactly.
     """
-    return (dimensions + 8) * 2.0**-50
+    return (dimensions + 8) * 2.0**-22
 
 
 class _Vectors:
     """Kept chunks' embeddings by position, for the first one `cosine` puts at the threshold.
 
-    With numpy, the vectors of the common length and a safe norm are rows of one matrix:
-    one product per candidate screens them all, and only rows within `_margin` of the
-    threshold are recomputed with `cosine`'s own expressions, so the verdict is the pure
-    Python one on every pair. Other vectors ("odd") are compared in pure Python.
+    With numpy, the vectors of the common length and a safe norm are float32 rows of one
+    matrix (half the memory traffic of float64): one product per candidate screens them
+    all, and only rows within `_margin` of the threshold are recomputed with `cosine`'s own
+    expressions, so the verdict is the pure Python one on every pair. Other vectors
+    ("odd") are compared in pure Python.
     """
 
     def __init__(self, threshold: float) -> None:
@@ -211,7 +217,11 @@ class _Vectors:
             return
         norm = _norm(embedding)
         self._vectors.append((embedding, norm))
-        if not self._dimensions and _SAFE_NORM[0] < norm < _SAFE_NORM[1]:
+        if (
+            not self._dimensions
+            and _SAFE_NORM[0] < norm < _SAFE_NORM[1]
+            and len(embedding) <= _MAX_SCREENED
+        ):
             self._np = _numpy()
             if self._np is not None:
                 self._dimensions = len(embedding)
@@ -237,7 +247,7 @@ class _Vectors:
             return
         rows, norms = self._rows, self._norms
         if rows is None or norms is None or position >= len(rows):
-            grown = self._np.zeros((max(64, 2 * position), self._dimensions))
+            grown = self._np.zeros((max(64, 2 * position), self._dimensions), self._np.float32)
             grown_norms = self._np.zeros(len(grown))
             if rows is not None and norms is not None:
                 grown[: len(rows)] = rows
@@ -250,12 +260,12 @@ class _Vectors:
             rows[position] = self._array(embedding)
 
     def _array(self, embedding: tuple[float, ...]) -> NDArray[Any]:
-        """The embedding as a float64 array; the last one is remembered, as a candidate
-        that is kept is appended right after it was compared."""
+        """The embedding as a float32 array (each element rounded to nearest); the last one
+        is remembered, as a candidate that is kept is appended right after it was compared."""
         last = self._last
         if last is not None and last[0] is embedding:
             return last[1]
-        array: NDArray[Any] = self._np.asarray(embedding, dtype=self._np.float64)
+        array: NDArray[Any] = self._np.asarray(embedding, dtype=self._np.float32)
         self._last = (embedding, array)
         return array
 
@@ -268,6 +278,7 @@ class _Vectors:
         # einsum's own loops, not BLAS: a threaded BLAS waking for each candidate's one
         # product costs several times the product on a busy machine.
         dots = self._np.einsum("ij,j->i", self._rows[start:stop], self._array(embedding))
+        dots = dots.astype(self._np.float64)
         products = self._norms[start:stop] * norm
         with self._np.errstate(divide="ignore", invalid="ignore"):
             near = (products != 0) & (dots / products >= self._threshold - _margin(len(embedding)))
