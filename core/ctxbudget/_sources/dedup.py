@@ -15,7 +15,7 @@ import re
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Sequence
-from itertools import chain
+from itertools import chain, compress
 from operator import mul
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -406,14 +406,17 @@ class _Texts:
         contained = size + 1 if s.containment is None else self._contained(size) - unprobed
         loose: list[int]
         if s.jaccard is None:
-            loose = [p for p, count in hits.items() if count >= contained]
+            loose = list(compress(hits, map(max(contained, 0).__le__, hits.values())))
         else:
             factor = s.jaccard / (1 + s.jaccard)
             base = factor * size - 1 - unprobed
+            # Every hit's size is an indexed one, so the smallest gives a count no loose
+            # survivor is below: a filter in C leaves the few hits the test must look at.
+            floor = max(math.floor(min(contained, base + factor * self._sizes[0])), 0)
             loose = [
                 p
-                for p, count in hits.items()
-                if count >= contained or count >= base + factor * sizes[p]
+                for p in compress(hits, map(floor.__le__, hits.values()))
+                if hits[p] >= contained or hits[p] >= base + factor * sizes[p]
             ]
         return sorted(
             p
