@@ -473,6 +473,25 @@ def test_cosine_numpy_and_pure_python_walks_agree(monkeypatch: pytest.MonkeyPatc
 # --- memory and caches ----------------------------------------------------------------------
 
 
+def test_compact_postings_verdicts_equal_pairwise_through_truncation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Windows of one kept chunk only are held as a bare position, shared ones as lists;
+    # the arbitrary kept lists of `patterns` truncate both kinds.
+    monkeypatch.setattr(dedup_module, "_PAIRWISE", 0)
+    rng = random.Random(21)
+    shared = prose(rng, 60, 50)
+    chunks = [
+        Chunk(id=f"p{i}", content=" ".join(shared[: rng.randrange(60)] + prose(rng, 80, 5_000)))
+        for i in range(40)
+    ]
+    dedup = Deduplicator(Dedup())
+    dedup.duplicates(chunks[-1], chunks[:-1])
+    kinds = {type(postings) for postings in (dedup._texts._index or {}).values()}
+    assert kinds == {int, list}
+    assert mismatches(chunks, Dedup(), 21) == []
+
+
 def test_memo_holds_one_entry_per_candidate_not_per_pair() -> None:
     chunks = [Chunk(id=f"c{i}", content=f"distinct text number {i} " * 3) for i in range(50)]
     dedup = Deduplicator(Dedup())

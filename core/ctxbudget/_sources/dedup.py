@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 from bisect import bisect_left, insort
-from collections import Counter
-from collections.abc import Callable, Sequence
-from itertools import chain, compress
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain, compress, repeat
 from operator import mul
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -303,9 +304,11 @@ class _Vectors:
 class _Texts:
     """Kept chunks' shingles by position, with an inverted index once there are many.
 
-    The index maps each shingle to the ascending positions holding it, and keeps the
-    sizes sorted: a candidate probes only as many of its shingles as any near kept chunk
-    must meet, and verifies each kept chunk hit with the exact intersection.
+    The index maps each shingle to the ascending positions holding it — the position
+    itself when it is the only one (most windows of real text are one chunk's own: no
+    list each) — and keeps the sizes sorted: a candidate probes only as many of its
+    shingles as any near kept chunk must meet, and verifies each kept chunk hit with the
+    exact intersection.
     """
 
     def __init__(
@@ -317,7 +320,7 @@ class _Texts:
         self._sets: list[Shingles] = []
         self._serials: list[int] = []  # each set's entry in the cache (0: not held)
         self._sizes_at: list[int] = []  # len(self._sets[p]), read once per hit
-        self._index: dict[int, list[int]] | None = None
+        self._index: dict[int, int | list[int]] | None = None  # values never 0 nor empty
         self._sizes: list[int] = []  # sorted, of the indexed sets
 
     def append(self, kept: Shingles, serial: int) -> None:
@@ -334,13 +337,19 @@ class _Texts:
     def _insert(self, position: int, kept: Shingles) -> None:
         index = self._index
         assert index is not None
-        get = index.get
-        for shingle in kept:
-            postings = get(shingle)
-            if postings is None:
-                index[shingle] = [position]
-            else:
-                postings.append(position)
+        held = list(map(index.get, kept))
+        kinds = list(map(type, held))
+        # In C: the new shingles, then the appends to lists; one Python step only per
+        # shingle that held one position so far.
+        new = compress(kept, map(_is_none, held))
+        # Position 0 goes in lists, so that every value is truthy: `filter(None)` then
+        # finds the present shingles at C speed.
+        index.update(zip(new, repeat(position)) if position else ((s, [0]) for s in new))
+        lists = cast("Iterator[list[int]]", compress(held, map(_is_list, kinds)))
+        deque(map(list.append, lists, repeat(position)), maxlen=0)
+        singles = compress(zip(kept, held, strict=True), map(_is_int, kinds))
+        for shingle, single in cast("Iterator[tuple[int, int]]", singles):
+            index[shingle] = [single, position]
         insort(self._sizes, len(kept))
 
     def truncate(self, length: int) -> None:
@@ -351,6 +360,9 @@ class _Texts:
                 kept = self._sets[position]
                 for shingle in kept:
                     postings = index[shingle]
+                    if isinstance(postings, int):
+                        del index[shingle]
+                        continue
                     postings.pop()
                     if not postings:
                         del index[shingle]
@@ -371,22 +383,29 @@ class _Texts:
         if least > size:
             return stop
         probes = size - least + 1  # any this many of mine meet every kept chunk near it
-        present = list(filter(None, map(self._index.get, mine)))  # postings are never empty
+        present = cast("list[int | list[int]]", list(filter(None, map(self._index.get, mine))))
         absent = size - len(present)
         if absent >= probes:
             return stop
-        present.sort(key=len)  # the shortest probes meet the fewest kept chunks
+        # The shortest probes meet the fewest kept chunks: single positions first.
+        kinds = list(map(type, present))
+        singles = cast("list[int]", list(compress(present, map(_is_int, kinds))))
+        lists = cast("list[list[int]]", list(compress(present, map(_is_list, kinds))))
+        lists.sort(key=len)
         probed = probes - absent
         unprobed = len(present) - probed  # a hit's overlap is at most its count plus these
-        hits = Counter(chain.from_iterable(present[:probed]))
+        hits = Counter(singles[:probed])
+        taken = max(probed - len(singles), 0)
+        hits.update(chain.from_iterable(lists[:taken]))
         survivors = self._bounded(size, unprobed, hits, start, stop)
         if not survivors:
             return stop
-        rest = present[probed:]
-        if sum(map(len, rest)) > len(survivors) * size:
+        rest_singles, rest = singles[probed:], lists[taken:]
+        if len(rest_singles) + sum(map(len, rest)) > len(survivors) * size:
             return self._verified(mine, survivors, stop)
         # Walking the other postings costs less than intersecting: it makes every count
         # the exact overlap.
+        hits.update(rest_singles)
         hits.update(chain.from_iterable(rest))
         near, sizes = self._near, self._sizes_at
         return next((p for p in survivors if near(hits[p], size, sizes[p])), stop)
@@ -406,17 +425,14 @@ class _Texts:
         contained = size + 1 if s.containment is None else self._contained(size) - unprobed
         loose: list[int]
         if s.jaccard is None:
-            loose = list(compress(hits, map(max(contained, 0).__le__, hits.values())))
+            loose = [p for p, count in hits.items() if count >= contained]
         else:
             factor = s.jaccard / (1 + s.jaccard)
             base = factor * size - 1 - unprobed
-            # Every hit's size is an indexed one, so the smallest gives a count no loose
-            # survivor is below: a filter in C leaves the few hits the test must look at.
-            floor = max(math.floor(min(contained, base + factor * self._sizes[0])), 0)
             loose = [
                 p
-                for p in compress(hits, map(floor.__le__, hits.values()))
-                if hits[p] >= contained or hits[p] >= base + factor * sizes[p]
+                for p, count in hits.items()
+                if count >= contained or count >= base + factor * sizes[p]
             ]
         return sorted(
             p
@@ -487,6 +503,12 @@ class _Texts:
                 need = _least(lambda o: o / (size + theirs - o) >= s.jaccard, top)  # type: ignore[operator]
                 least = min(least, need)
         return least
+
+
+_is_none: Final = functools.partial(operator.is_, None)
+_is_int: Final = functools.partial(operator.is_, int)
+_is_list: Final = functools.partial(operator.is_, list)
+"""Tests `map` and `compress` run in C: on a value, or on its `type`."""
 
 
 def _least(holds: Callable[[int], bool], top: int) -> int:
