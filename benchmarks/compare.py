@@ -593,6 +593,11 @@ def memory() -> None:
             label(Workload(f"{n:,} candidates, 1M window", n, True, window=True))
             for n in (1_000, 5_000)
         ),
+        label(
+            Workload(
+                "1,000 candidates, 1M window, Zipfian prose", 1_000, True, window=True, zipf=True
+            )
+        ),
     ]
     for name in shapes:
         for how in ("traced", "rss"):

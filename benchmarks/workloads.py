@@ -6,8 +6,9 @@ budget with retrieval capped at 3,000. Variants change one thing each: counts gi
 ingest or not, 10 to 10,000 candidates, a 1 MB chunk among them, a 200-turn history.
 `WINDOW_WORKLOADS` fill a gpt-4.1 window (retrieval 553,950 tokens) with 500 to 5,000
 chunks of about 370 tokens, all kept: plain, with 1,536-dim embeddings, or opening with
-one shared boilerplate template; the follow-up workload resends the same chunk texts in
-new `Chunk` objects, as a chat's next turn does.
+one shared boilerplate template, and 1,000 or 2,000 of Zipfian prose (`zipf_prose`,
+whose 5-word windows are mostly distinct, where the pool's repeat); the follow-up
+workload resends the same chunk texts in new `Chunk` objects, as a chat's next turn does.
 
 Texts come from a fixed pool of sentences combined by a seeded generator, so every
 `seed` gives new chunk texts (no token count can be served from an earlier request's
@@ -111,6 +112,40 @@ def prose(rng: random.Random, tokens: int) -> str:
     return "\n\n".join(" ".join(p) for p in paragraphs)
 
 
+@functools.cache
+def _zipf_vocabulary() -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """20,000 made-up words of one to four syllables and their Zipfian cumulative weights
+    (rank r weighs 1/r**1.1, as word frequencies in English text roughly do)."""
+    rng = random.Random(1_100)
+    syllables = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ou")]
+    words: set[str] = set()
+    while len(words) < 20_000:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.choice((1, 2, 2, 3, 4)))))
+    total, cumulative = 0.0, []
+    for rank in range(1, len(words) + 1):
+        total += rank**-1.1
+        cumulative.append(total)
+    ranked = sorted(words)
+    rng.shuffle(ranked)  # frequency unrelated to spelling
+    return tuple(ranked), tuple(cumulative)
+
+
+def zipf_prose(rng: random.Random, tokens: int) -> str:
+    """Sentences of 6 to 24 words drawn from a Zipfian vocabulary, about `tokens` o200k
+    tokens: text whose 5-word windows are mostly its own, as in a real corpus (the pool's
+    sentences share most of theirs)."""
+    words, cumulative = _zipf_vocabulary()
+    tokenizer = get_tokenizer(ENCODING)
+    sentences: list[str] = []
+    total = 0
+    while total + 10 < tokens:
+        drawn = rng.choices(words, cum_weights=cumulative, k=rng.randrange(6, 25))
+        sentence = " ".join(drawn).capitalize() + "."
+        sentences.append(sentence)
+        total += tokenizer.count(" " + sentence)
+    return " ".join(sentences)
+
+
 def _exactly(tokens: int, seed: int) -> str:
     """A text of exactly `tokens` o200k tokens (the 607-token system prompt)."""
     tokenizer = get_tokenizer(ENCODING)
@@ -148,6 +183,7 @@ def chunks(
     tokens: int = 415,
     embeddings: int = 0,
     templated: bool = False,
+    zipf: bool = False,
 ) -> list[Chunk]:
     """`count` chunks of about `tokens` tokens, five per document, scores descending with noise.
 
@@ -155,6 +191,7 @@ def chunks(
     `oversize`: the best-scored chunk is a 1 MB text, larger than any budget here.
     `embeddings`: each carries a random vector of this many dimensions (none similar).
     `templated`: each opens with the shared `template`, its own prose after it.
+    `zipf`: the prose is `zipf_prose`, not the sentence pool's.
     """
     rng = random.Random(seed * 1_000_003 + count)
     vectors = random.Random(seed * 1_000_003 + count + 1)
@@ -163,7 +200,8 @@ def chunks(
     for i in range(count):
         document = i // 5
         topic = _TOPICS[document % len(_TOPICS)]
-        text = prose(rng, tokens - 120) if templated else prose(rng, tokens)
+        write = zipf_prose if zipf else prose
+        text = write(rng, tokens - 120) if templated else write(rng, tokens)
         if templated:
             text = f"{template()}\n\n{text}"
         if oversize and i == 0:
@@ -245,6 +283,8 @@ class Workload:
     templated: bool = False
     followup: bool = False
     """Every request over seed 0's chunk texts, in new `Chunk` objects: a chat's next turn."""
+    zipf: bool = False
+    """Chunk prose from a Zipfian vocabulary (`zipf_prose`), windows mostly distinct."""
 
     def request(self, seed: int) -> Request:
         return Request(
@@ -258,6 +298,7 @@ class Workload:
                 tokens=370 if self.window else 415,
                 embeddings=self.embeddings,
                 templated=self.templated,
+                zipf=self.zipf,
             ),
             history=history(self.turns),
         )
@@ -326,6 +367,19 @@ def _windows() -> dict[str, Workload]:
             (", 1,536-dim embeddings", {"embeddings": 1_536}),
             (", shared template", {"templated": True}),
         )
+    ]
+    # Realistic prose: the pool's sentences share most 5-word windows across chunks.
+    shapes += [
+        Workload(
+            f"{n:,} candidates, 1M window, Zipfian prose{kind}",
+            n,
+            True,
+            window=True,
+            zipf=True,
+            **extra,
+        )
+        for n in (1_000, 2_000)
+        for kind, extra in (("", {}), (", 1,536-dim embeddings", {"embeddings": 1_536}))
     ]
     return {label(w): w for w in shapes}
 

@@ -94,6 +94,7 @@ from ctxbudget._sources.fenced import (
 )
 from ctxbudget._sources.permit import AccessPolicy, permitted
 from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
+from ctxbudget._textcache import ShingleCache
 from ctxbudget._tokens import (
     CallableTokenizer,
     CountMethod,
@@ -186,6 +187,7 @@ __all__ = [
     "SectionLoader",
     "Selection",
     "SentencePieceTokenizer",
+    "ShingleCache",
     "Source",
     "SourceFormat",
     "SourceOptions",

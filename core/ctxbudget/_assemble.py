@@ -36,6 +36,7 @@ from ctxbudget._sources.pipeline import (
     select_with,
     sources_of,
 )
+from ctxbudget._textcache import ShingleCache, shingle_cache
 from ctxbudget._tokens import TokenCounter, Tokenizer, count_method_of, get_tokenizer
 from ctxbudget._tools import tool_schema, tools_claim
 from ctxbudget._turns import TrimmedHistory, trim_with
@@ -79,8 +80,8 @@ class ContextAssembler:
             fence_rule: append the untrusted-data rule to the system prompt.
             native_tools: keep tools out of the text, for the provider's tools parameter
                 (`Assembled.tool_schemas`); their schemas still count against the budget.
-            cache_size: how many texts' token counts (and history summaries) to remember
-                across requests.
+            cache_size: how many texts' token counts (and history summaries, and chunk
+                texts' 5-word windows: `shingle_cache`) to remember across requests.
             provider_count: the provider's own count as the final check, one synchronous
                 call per assembly (`AnthropicCount`, `BedrockCount`, `GeminiCount`; README
                 "Counting other models"); it goes with the model, as the tokenizer does.
@@ -119,6 +120,14 @@ class ContextAssembler:
         self.fence_rule = fence_rule
         self.native_tools = native_tools
         self.counter = TokenCounter(tokenizer, maxsize=cache_size)
+
+    @property
+    def shingle_cache(self) -> ShingleCache:
+        """The chunk texts' 5-word windows (and text verdicts on pairs of them) this
+        assembler remembers across requests for near-duplicate detection, at most
+        `cache_size` texts: `.calls` counts the texts shingled, as `counter.calls` counts
+        the texts tokenized."""
+        return shingle_cache(self.counter)
 
     @traced_entry("ctxbudget.assemble", model=attrgetter("model"))
     def assemble(

@@ -2,90 +2,158 @@
 
 A chat's next turn retrieves mostly the same chunk texts in new `Chunk` objects; their
 5-word windows (`_sources.dedup.shingles`) cost about as much as counting them, so they
-are kept in a bounded LRU per assembler (by its token counter, as the counts are). It is
-bounded by weight (the windows held, plus the text's length in 64-character units, so
-that a long text with few words also counts), not by entries: one chunk's windows take
-~25 KB, so the default 262,144 is about 20 MB at most.
+are kept in a bounded LRU per assembler (by its token counter, as the counts are), at
+most as many texts as it counts (`cache_size`) and at most a weight (the windows held,
+plus the text's length in 64-character units, so that a long text with few words also
+counts): one chunk's windows take ~25 KB, so the default 262,144 is about 20 MB at most.
+The text test's verdict on a pair of cached texts is remembered too, by the entries'
+serial numbers, so the next turn compares the same pairs at the cost of a lookup.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from weakref import WeakKeyDictionary
 
-__all__ = ["ShingleCache", "shingle_cache"]
+if TYPE_CHECKING:
+    from ctxbudget._tokens import TokenCounter
+
+__all__ = ["ShingleCache", "VerdictKey", "shingle_cache"]
 
 _TEXT_UNIT: Final = 64
 """Characters of text that weigh as much as one window held."""
 
+VerdictKey = tuple[int, int, float | None, float | None]
+"""A pair's verdict key: the candidate's and the kept text's serials, then the Jaccard and
+containment thresholds the verdict was reached under."""
+
 
 class ShingleCache:
-    """A bounded LRU of each text's windows per window size; thread-safe.
+    """A bounded LRU of each text's windows per window size, and of the text verdicts on
+    pairs of them; thread-safe.
 
-    Two threads meeting the same new text at once may both compute it; the result is
-    the same (windows are a function of the text, in one process).
+    Each entry has a serial number, never reused: a verdict keyed by serials stands for
+    exactly the two window sets it was reached on, and one whose text was evicted is
+    unreachable (it ages out). Two threads meeting the same new text at once may both
+    compute it; the result is the same (windows are a function of the text, in one process).
     """
 
-    def __init__(self, *, max_weight: int = 262_144) -> None:
+    def __init__(self, *, maxsize: int = 16_384, max_weight: int = 262_144) -> None:
+        """`maxsize`: texts held at most, and pair verdicts held at most; `max_weight`:
+        the windows (and text units) held at most."""
+        if maxsize < 0:
+            raise ValueError(f"maxsize must be >= 0, but got {maxsize}")
         if max_weight < 0:
             raise ValueError(f"max_weight must be >= 0, but got {max_weight}")
+        self._maxsize = maxsize
         self._max = max_weight
         self._weight = 0
-        self._entries: OrderedDict[tuple[str, int], tuple[frozenset[int], int]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, int], tuple[frozenset[int], int, int]] = OrderedDict()
+        self._verdicts: OrderedDict[VerdictKey, bool] = OrderedDict()
+        self._serials = itertools.count(1)
         self._lock = threading.Lock()
         self.calls = 0
         """How many texts were actually shingled (misses); for tests and benchmarks."""
+        self.verdict_calls = 0
+        """How many pair verdicts were looked up and not found; for tests and benchmarks."""
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def maxsize(self) -> int:
+        """Texts held at most (and pair verdicts held at most)."""
+        return self._maxsize
+
+    @property
+    def max_weight(self) -> int:
+        """What the held entries may weigh at most."""
+        return self._max
 
     @property
     def weight(self) -> int:
         """What the held entries weigh: windows plus text length in 64-character units."""
         return self._weight
 
+    @property
+    def verdicts(self) -> int:
+        """How many pair verdicts are held."""
+        return len(self._verdicts)
+
     def get(
         self, text: str, size: int, compute: Callable[[str, int], frozenset[int]]
     ) -> frozenset[int]:
         """`compute(text, size)`, from the cache when this text was shingled before."""
+        return self.lookup(text, size, compute)[0]
+
+    def lookup(
+        self, text: str, size: int, compute: Callable[[str, int], frozenset[int]]
+    ) -> tuple[frozenset[int], int]:
+        """`compute(text, size)` and the entry's serial (0 when it is not held, too heavy
+        for the bound: its verdicts are then not remembered)."""
         key = (text, size)
         with self._lock:
             hit = self._entries.get(key)
             if hit is not None:
                 self._entries.move_to_end(key)
-                return hit[0]
+                return hit[0], hit[2]
         value = compute(text, size)
         weight = len(value) + len(text) // _TEXT_UNIT + 1
         with self._lock:
             self.calls += 1
-            if weight > self._max or key in self._entries:
-                return value
-            self._entries[key] = (value, weight)
+            held = self._entries.get(key)
+            if held is not None:
+                return held[0], held[2]
+            if weight > self._max or not self._maxsize:
+                return value, 0
+            serial = next(self._serials)
+            self._entries[key] = (value, weight, serial)
             self._weight += weight
-            while self._weight > self._max:
-                _, (_, dropped) = self._entries.popitem(last=False)
+            while self._weight > self._max or len(self._entries) > self._maxsize:
+                _, (_, dropped, _) = self._entries.popitem(last=False)
                 self._weight -= dropped
-        return value
+        return value, serial
+
+    def verdict(self, key: VerdictKey) -> bool | None:
+        """The remembered verdict on `key`'s pair, or None (then `remember` it)."""
+        with self._lock:
+            hit = self._verdicts.get(key)
+            if hit is None:
+                self.verdict_calls += 1
+                return None
+            self._verdicts.move_to_end(key)
+            return hit
+
+    def remember(self, key: VerdictKey, near: bool) -> None:
+        """Hold `near` as the verdict on `key`'s pair (the oldest verdict goes past `maxsize`)."""
+        if not self._maxsize:
+            return
+        with self._lock:
+            self._verdicts[key] = near
+            if len(self._verdicts) > self._maxsize:
+                self._verdicts.popitem(last=False)
 
     def clear(self) -> None:
-        """Forget every text (tests start from an empty cache)."""
+        """Forget every text and verdict (tests start from an empty cache)."""
         with self._lock:
             self._entries.clear()
+            self._verdicts.clear()
             self._weight = 0
 
 
-_CACHES: WeakKeyDictionary[object, ShingleCache] = WeakKeyDictionary()
+_CACHES: WeakKeyDictionary[TokenCounter, ShingleCache] = WeakKeyDictionary()
 _LOCK: Final = threading.Lock()
 
 
-def shingle_cache(owner: object) -> ShingleCache:
-    """The shingle cache of `owner` (an assembler's token counter), made on first use and
-    gone with it."""
+def shingle_cache(counter: TokenCounter) -> ShingleCache:
+    """The shingle cache of an assembler's token `counter`, as many texts at most as it
+    counts, made on first use and gone with it."""
     with _LOCK:
-        cache = _CACHES.get(owner)
+        cache = _CACHES.get(counter)
         if cache is None:
-            cache = _CACHES[owner] = ShingleCache()
+            cache = _CACHES[counter] = ShingleCache(maxsize=counter.maxsize)
         return cache

@@ -560,6 +560,11 @@ class TokenCounter:
     def tokenizer(self) -> Tokenizer:
         return self._tokenizer
 
+    @property
+    def maxsize(self) -> int:
+        """Texts whose counts are remembered at most (the assembler's `cache_size`)."""
+        return self._maxsize
+
     def count(self, text: str) -> int:
         """Exact token count of `text`, from the cache when it was counted before."""
         if not text:

@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 
 import ctxbudget._sources.claim as claim_module
 import ctxbudget._sources.dedup as dedup_module
-from ctxbudget import Chunk, ContextAssembler, Dedup, TiktokenTokenizer
+from ctxbudget import Chunk, ContextAssembler, Dedup, TiktokenTokenizer, TokenCounter
 from ctxbudget._sources.dedup import Deduplicator, Shingles, shingles
-from ctxbudget._textcache import ShingleCache, shingle_cache
+from ctxbudget._textcache import ShingleCache, VerdictKey, shingle_cache
 from tests.factories import budget_for
 
 
@@ -326,6 +326,80 @@ def test_mutation_a_hit_bound_one_too_strict_is_caught(monkeypatch: pytest.Monke
     assert caught(monkeypatch)
 
 
+# --- the verdict cache: requests over the same texts ------------------------------------
+
+
+def mismatches_across_requests(
+    chunks: Sequence[Chunk], cache: ShingleCache, seed: int
+) -> list[str]:
+    """Every call where the library and the reference differ over four requests on one
+    cache, each over new `Chunk` objects of the same texts and its own thresholds."""
+    out = []
+    rng = random.Random(seed)
+    for turn in range(4):
+        copies = [chunk.model_copy() for chunk in chunks]
+        settings = settings_for(rng)
+        library, reference = Deduplicator(settings, cache), PairwiseReference(settings)
+        for candidate, kept in patterns(copies, random.Random(seed + turn), settings):
+            got, want = library.duplicates(candidate, kept), reference.duplicates(candidate, kept)
+            if got is not want:
+                out.append(f"turn {turn}, {candidate.id} vs {[c.id for c in kept]}")
+    return out
+
+
+@pytest.mark.parametrize("maxsize", [2, 40, 16_384])
+@pytest.mark.parametrize("seed", range(8))
+def test_verdict_cache_verdicts_equal_pairwise_across_requests(maxsize: int, seed: int) -> None:
+    # maxsize 2 and 40 evict texts and verdicts mid-request.
+    rng = random.Random(seed)
+    chunks = corpus(rng, rng.randrange(1, 30))
+    assert mismatches_across_requests(chunks, ShingleCache(maxsize=maxsize), seed) == []
+
+
+def test_verdict_cache_is_bounded_within_one_request() -> None:
+    cache = ShingleCache(maxsize=10)
+    chunks = [Chunk(id=f"c{i}", content=f"text {i} of its own words here") for i in range(30)]
+    dedup = Deduplicator(Dedup(), cache)
+    for candidate, kept in packer_walk(chunks, lambda c, k: dedup.duplicates(c, k) is not None):
+        dedup.duplicates(candidate, kept)
+    assert cache.verdict_calls > 10
+    assert cache.verdicts == 10
+
+
+def verdict_cache_caught() -> bool:
+    """Whether the comparison across requests finds a mismatch."""
+    return any(
+        mismatches_across_requests(corpus(random.Random(seed), 25), ShingleCache(), seed)
+        for seed in range(40)
+    )
+
+
+def test_mutation_a_verdict_key_without_thresholds_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    verdict, remember = ShingleCache.verdict, ShingleCache.remember
+    monkeypatch.setattr(ShingleCache, "verdict", lambda self, key: verdict(self, (*key[:2], 0, 0)))
+    monkeypatch.setattr(
+        ShingleCache, "remember", lambda self, key, near: remember(self, (*key[:2], 0, 0), near)
+    )
+    assert verdict_cache_caught()
+
+
+def test_mutation_a_verdict_key_in_either_order_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Containment is the candidate's side only: the pair's verdict is not symmetric.
+    def unordered(key: VerdictKey) -> VerdictKey:
+        return (min(key[:2]), max(key[:2]), *key[2:])
+
+    verdict, remember = ShingleCache.verdict, ShingleCache.remember
+    monkeypatch.setattr(ShingleCache, "verdict", lambda self, key: verdict(self, unordered(key)))
+    monkeypatch.setattr(
+        ShingleCache, "remember", lambda self, key, near: remember(self, unordered(key), near)
+    )
+    assert verdict_cache_caught()
+
+
 # --- embeddings: the numpy path -----------------------------------------------------------
 
 
@@ -399,6 +473,25 @@ def test_cosine_numpy_and_pure_python_walks_agree(monkeypatch: pytest.MonkeyPatc
 # --- memory and caches ----------------------------------------------------------------------
 
 
+def test_compact_postings_verdicts_equal_pairwise_through_truncation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Windows of one kept chunk only are held as a bare position, shared ones as lists;
+    # the arbitrary kept lists of `patterns` truncate both kinds.
+    monkeypatch.setattr(dedup_module, "_PAIRWISE", 0)
+    rng = random.Random(21)
+    shared = prose(rng, 60, 50)
+    chunks = [
+        Chunk(id=f"p{i}", content=" ".join(shared[: rng.randrange(60)] + prose(rng, 80, 5_000)))
+        for i in range(40)
+    ]
+    dedup = Deduplicator(Dedup())
+    dedup.duplicates(chunks[-1], chunks[:-1])
+    kinds = {type(postings) for postings in (dedup._texts._index or {}).values()}
+    assert kinds == {int, list}
+    assert mismatches(chunks, Dedup(), 21) == []
+
+
 def test_memo_holds_one_entry_per_candidate_not_per_pair() -> None:
     chunks = [Chunk(id=f"c{i}", content=f"distinct text number {i} " * 3) for i in range(50)]
     dedup = Deduplicator(Dedup())
@@ -467,13 +560,53 @@ def test_shingle_cache_negative_bound_rejected() -> None:
         ShingleCache(max_weight=-1)
 
 
-def test_shingle_cache_is_one_per_owner() -> None:
-    class Owner:
-        pass
+def test_shingle_cache_is_bounded_by_entries() -> None:
+    cache = ShingleCache(maxsize=3)
+    for i in range(10):
+        cache.get(f"text {i}", 5, shingles)
+    assert len(cache) == 3
+    assert cache.calls == 10
 
-    first, second = Owner(), Owner()
+
+def test_shingle_cache_negative_maxsize_rejected() -> None:
+    with pytest.raises(ValueError, match="maxsize must be >= 0, but got -1"):
+        ShingleCache(maxsize=-1)
+
+
+def test_shingle_cache_serial_is_new_after_eviction() -> None:
+    # A verdict keyed by an evicted text's serial must never stand for its next entry.
+    cache = ShingleCache(maxsize=1)
+    _, first = cache.lookup("one text", 5, shingles)
+    cache.lookup("another text", 5, shingles)
+    _, again = cache.lookup("one text", 5, shingles)
+    assert 0 < first < again
+
+
+def test_shingle_cache_of_size_zero_holds_nothing() -> None:
+    cache = ShingleCache(maxsize=0)
+    got, serial = cache.lookup("one text here", 5, shingles)
+    cache.remember((1, 2, 0.5, 0.9), True)
+    assert got == shingles("one text here")
+    assert (serial, len(cache), cache.verdicts) == (0, 0, 0)
+
+
+def test_shingle_cache_is_one_per_counter(o200k: TiktokenTokenizer) -> None:
+    first, second = TokenCounter(o200k), TokenCounter(o200k)
     assert shingle_cache(first) is shingle_cache(first)
     assert shingle_cache(first) is not shingle_cache(second)
+
+
+def test_assembler_shingle_cache_is_sized_by_cache_size(o200k: TiktokenTokenizer) -> None:
+    assembler = ContextAssembler(tokenizer=o200k, cache_size=3)
+    chunks = [
+        Chunk(id=f"c{i}", content=" ".join(f"t{i}w{j}" for j in range(40)), score=1 - i / 10)
+        for i in range(6)
+    ]
+    assembler.assemble(question="Q?", chunks=chunks)
+    cache = assembler.shingle_cache
+    assert cache is shingle_cache(assembler.counter)
+    assert (cache.maxsize, len(cache), cache.calls) == (3, 3, 6)
+    assert cache.verdicts <= 3
 
 
 def test_assembler_shingles_a_follow_up_over_the_same_texts_once(
@@ -484,22 +617,70 @@ def test_assembler_shingles_a_follow_up_over_the_same_texts_once(
     for turn in range(3):  # new Chunk objects each turn, as a chat's next request sends
         chunks = [Chunk(id=f"c{i}", content=t, score=1 - i / 10) for i, t in enumerate(texts)]
         assembler.assemble(question=f"Q{turn}?", chunks=chunks)
-    assert shingle_cache(assembler.counter).calls == len(texts)
+    assert assembler.shingle_cache.calls == len(texts)
+
+
+def test_assembler_follow_up_intersects_no_pair_again(o200k: TiktokenTokenizer) -> None:
+    assembler = ContextAssembler(tokenizer=o200k)
+    texts = [" ".join(f"t{i % 3}w{j}" for j in range(40 + i)) for i in range(6)]
+    looked_up = []
+    for turn in range(3):
+        chunks = [Chunk(id=f"c{i}", content=t, score=1 - i / 10) for i, t in enumerate(texts)]
+        assembler.assemble(question=f"Q{turn}?", chunks=chunks)
+        looked_up.append(assembler.shingle_cache.verdict_calls)
+    assert looked_up[0] > 0
+    assert looked_up[2] == looked_up[1] == looked_up[0]
 
 
 def test_cosine_numpy_screen_is_within_its_margin_at_1536_dimensions() -> None:
-    # The stated tolerance: numpy's sums of 1,536 products differ from `cosine`'s by far
-    # less than the margin, so a pair outside it cannot change sides.
+    # The stated tolerance: the float32 screen's cosines of 1,536-dim vectors differ from
+    # `cosine`'s by far less than the margin, so a pair outside it cannot change sides.
     numpy = pytest.importorskip("numpy")
     rng = random.Random(5)
-    worst = 0.0
-    for _ in range(50):
-        a = tuple(rng.gauss(0, 1) for _ in range(1_536))
-        b = tuple(x + rng.gauss(0, 0.5) for x in a)
-        fast = float(numpy.einsum("i,i->", numpy.asarray(a), numpy.asarray(b)))
-        fast /= math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-        worst = max(worst, abs(fast - reference_cosine(a, b)))
+    a = tuple(rng.gauss(0, 1) for _ in range(1_536))
+    kept = [tuple(x + rng.gauss(0, 0.5) for x in a) for _ in range(50)]
+    rows = numpy.asarray(kept, dtype=numpy.float32)
+    dots = numpy.einsum("ij,j->i", rows, numpy.asarray(a, dtype=numpy.float32))
+    norm = math.sqrt(sum(x * x for x in a))
+    worst = max(
+        abs(float(dot) / (norm * math.sqrt(sum(y * y for y in b))) - reference_cosine(a, b))
+        for dot, b in zip(dots.tolist(), kept, strict=True)
+    )
     assert worst < dedup_module._margin(1_536) / 10
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0**-30, 2.0**30])
+def test_cosine_float32_screen_verdicts_equal_pairwise_near_the_threshold(scale: float) -> None:
+    # Pairs up to twice the margin either side of the threshold, at 1,536 dimensions; the
+    # scaled ones fall outside the screen's safe norms and are compared in pure Python.
+    pytest.importorskip("numpy")
+    settings = Dedup(jaccard=None, containment=None)
+    margin = dedup_module._margin(1_536)
+    rng = random.Random(13)
+    sides = set()
+    for _ in range(60):
+        a, b = at_threshold(rng, 0.9 + rng.uniform(-2, 2) * margin, 1_536)
+        a = a.model_copy(update={"embedding": tuple(x * scale for x in a.embedding or ())})
+        want = PairwiseReference(settings).duplicates(b, [a])
+        assert Deduplicator(settings).duplicates(b, [a]) is want
+        sides.add(want is None)
+    assert sides == {True, False}
+
+
+def test_mutation_a_float32_margin_too_small_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hundredth of the margin lets float32 rounding decide pairs at the threshold.
+    pytest.importorskip("numpy")
+    real = dedup_module._margin
+    monkeypatch.setattr(dedup_module, "_margin", lambda dimensions: real(dimensions) / 100)
+    settings = Dedup(jaccard=None, containment=None)
+    rng = random.Random(3)
+    differ = 0
+    for _ in range(200):
+        a, b = at_threshold(rng, 0.9, 64)
+        differ += Deduplicator(settings).duplicates(b, [a]) is not PairwiseReference(
+            settings
+        ).duplicates(b, [a])
+    assert differ > 0
 
 
 def test_assemble_with_index_equals_assemble_with_pairwise_reference(

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 from bisect import bisect_left, insort
-from collections import Counter
-from collections.abc import Callable, Sequence
-from itertools import chain
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain, compress, repeat
 from operator import mul
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -164,9 +165,13 @@ def _numpy() -> Any:
 _PAIRWISE: Final = 32
 """Kept chunks compared one by one up to this many: indexing a handful costs more than
 intersecting them (the seed request keeps 8)."""
-_SAFE_NORM: Final = (1e-150, 1e150)
-"""Norms between these keep every product and sum of a vector far from underflow and
-overflow, so the error bound of the numpy path holds."""
+_SAFE_NORM: Final = (2.0**-20, 2.0**20)
+"""Norms between these keep every float32 element, product and sum of a vector far from
+overflow, and what underflows far below the margin, so the error bound of the numpy
+screen holds (embeddings have norms near 1; others are compared in pure Python)."""
+_MAX_SCREENED: Final = 2**20
+"""Dimensions the float32 screen takes at most (its error bound needs n·2**-24 well
+under 1)."""
 
 
 def _norm(vector: Sequence[float]) -> float:
@@ -175,22 +180,24 @@ def _norm(vector: Sequence[float]) -> float:
 
 
 def _margin(dimensions: int) -> float:
-    """How far from `cosine`'s value numpy's may be for `dimensions`-long vectors.
+    """How far from `cosine`'s value the float32 screen's may be for `dimensions`-long vectors.
 
-    Any order of summing n products errs by at most n·u·Σ|xᵢyᵢ| ≤ n·u·|a||b| (u = 2**-53),
-    so two orders differ by twice that over the norms, plus the division's rounding: 8x is
-    room to spare. Pairs within the margin are recomputed exactly.
+    Rounding each element to float32 moves each product by at most 2u|xᵢyᵢ| (u = 2**-24),
+    and any order of summing n products errs by at most n·u·Σ|xᵢyᵢ| ≤ n·u·|a||b|; over the
+    float64 norms that is (n + 2)·u of the cosine, and `cosine`'s own float64 error is far
+    smaller: 4x is room to spare. Pairs within the margin are recomputed exactly.
     """
-    return (dimensions + 8) * 2.0**-50
+    return (dimensions + 8) * 2.0**-22
 
 
 class _Vectors:
     """Kept chunks' embeddings by position, for the first one `cosine` puts at the threshold.
 
-    With numpy, the vectors of the common length and a safe norm are rows of one matrix:
-    one product per candidate screens them all, and only rows within `_margin` of the
-    threshold are recomputed with `cosine`'s own expressions, so the verdict is the pure
-    Python one on every pair. Other vectors ("odd") are compared in pure Python.
+    With numpy, the vectors of the common length and a safe norm are float32 rows of one
+    matrix (half the memory traffic of float64): one product per candidate screens them
+    all, and only rows within `_margin` of the threshold are recomputed with `cosine`'s own
+    expressions, so the verdict is the pure Python one on every pair. Other vectors
+    ("odd") are compared in pure Python.
     """
 
     def __init__(self, threshold: float) -> None:
@@ -211,7 +218,11 @@ class _Vectors:
             return
         norm = _norm(embedding)
         self._vectors.append((embedding, norm))
-        if not self._dimensions and _SAFE_NORM[0] < norm < _SAFE_NORM[1]:
+        if (
+            not self._dimensions
+            and _SAFE_NORM[0] < norm < _SAFE_NORM[1]
+            and len(embedding) <= _MAX_SCREENED
+        ):
             self._np = _numpy()
             if self._np is not None:
                 self._dimensions = len(embedding)
@@ -237,7 +248,7 @@ class _Vectors:
             return
         rows, norms = self._rows, self._norms
         if rows is None or norms is None or position >= len(rows):
-            grown = self._np.zeros((max(64, 2 * position), self._dimensions))
+            grown = self._np.zeros((max(64, 2 * position), self._dimensions), self._np.float32)
             grown_norms = self._np.zeros(len(grown))
             if rows is not None and norms is not None:
                 grown[: len(rows)] = rows
@@ -250,12 +261,12 @@ class _Vectors:
             rows[position] = self._array(embedding)
 
     def _array(self, embedding: tuple[float, ...]) -> NDArray[Any]:
-        """The embedding as a float64 array; the last one is remembered, as a candidate
-        that is kept is appended right after it was compared."""
+        """The embedding as a float32 array (each element rounded to nearest); the last one
+        is remembered, as a candidate that is kept is appended right after it was compared."""
         last = self._last
         if last is not None and last[0] is embedding:
             return last[1]
-        array: NDArray[Any] = self._np.asarray(embedding, dtype=self._np.float64)
+        array: NDArray[Any] = self._np.asarray(embedding, dtype=self._np.float32)
         self._last = (embedding, array)
         return array
 
@@ -268,6 +279,7 @@ class _Vectors:
         # einsum's own loops, not BLAS: a threaded BLAS waking for each candidate's one
         # product costs several times the product on a busy machine.
         dots = self._np.einsum("ij,j->i", self._rows[start:stop], self._array(embedding))
+        dots = dots.astype(self._np.float64)
         products = self._norms[start:stop] * norm
         with self._np.errstate(divide="ignore", invalid="ignore"):
             near = (products != 0) & (dots / products >= self._threshold - _margin(len(embedding)))
@@ -292,21 +304,28 @@ class _Vectors:
 class _Texts:
     """Kept chunks' shingles by position, with an inverted index once there are many.
 
-    The index maps each shingle to the ascending positions holding it, and keeps the
-    sizes sorted: a candidate probes only as many of its shingles as any near kept chunk
-    must meet, and verifies each kept chunk hit with the exact intersection.
+    The index maps each shingle to the ascending positions holding it — the position
+    itself when it is the only one (most windows of real text are one chunk's own: no
+    list each) — and keeps the sizes sorted: a candidate probes only as many of its
+    shingles as any near kept chunk must meet, and verifies each kept chunk hit with the
+    exact intersection.
     """
 
-    def __init__(self, near: Callable[[int, int, int], bool], settings: Dedup) -> None:
+    def __init__(
+        self, near: Callable[[int, int, int], bool], settings: Dedup, cache: ShingleCache
+    ) -> None:
         self._near = near
         self._settings = settings
+        self._cache = cache
         self._sets: list[Shingles] = []
+        self._serials: list[int] = []  # each set's entry in the cache (0: not held)
         self._sizes_at: list[int] = []  # len(self._sets[p]), read once per hit
-        self._index: dict[int, list[int]] | None = None
+        self._index: dict[int, int | list[int]] | None = None  # values never 0 nor empty
         self._sizes: list[int] = []  # sorted, of the indexed sets
 
-    def append(self, kept: Shingles) -> None:
+    def append(self, kept: Shingles, serial: int) -> None:
         self._sets.append(kept)
+        self._serials.append(serial)
         self._sizes_at.append(len(kept))
         if self._index is None and len(self._sets) > _PAIRWISE:
             self._index = {}
@@ -318,13 +337,19 @@ class _Texts:
     def _insert(self, position: int, kept: Shingles) -> None:
         index = self._index
         assert index is not None
-        get = index.get
-        for shingle in kept:
-            postings = get(shingle)
-            if postings is None:
-                index[shingle] = [position]
-            else:
-                postings.append(position)
+        held = list(map(index.get, kept))
+        kinds = list(map(type, held))
+        # In C: the new shingles, then the appends to lists; one Python step only per
+        # shingle that held one position so far.
+        new = compress(kept, map(_is_none, held))
+        # Position 0 goes in lists, so that every value is truthy: `filter(None)` then
+        # finds the present shingles at C speed.
+        index.update(zip(new, repeat(position)) if position else ((s, [0]) for s in new))
+        lists = cast("Iterator[list[int]]", compress(held, map(_is_list, kinds)))
+        deque(map(list.append, lists, repeat(position)), maxlen=0)
+        singles = compress(zip(kept, held, strict=True), map(_is_int, kinds))
+        for shingle, single in cast("Iterator[tuple[int, int]]", singles):
+            index[shingle] = [single, position]
         insort(self._sizes, len(kept))
 
     def truncate(self, length: int) -> None:
@@ -335,40 +360,52 @@ class _Texts:
                 kept = self._sets[position]
                 for shingle in kept:
                     postings = index[shingle]
+                    if isinstance(postings, int):
+                        del index[shingle]
+                        continue
                     postings.pop()
                     if not postings:
                         del index[shingle]
                 del self._sizes[bisect_left(self._sizes, len(kept))]
         del self._sets[length:]
+        del self._serials[length:]
         del self._sizes_at[length:]
 
-    def first(self, mine: Shingles, start: int, stop: int) -> int:
-        """The first position in [start, stop) whose shingles `mine` is near; `stop` if none."""
+    def first(self, mine: Shingles, serial: int, start: int, stop: int) -> int:
+        """The first position in [start, stop) whose shingles `mine` (cache entry `serial`)
+        is near; `stop` if none."""
         if start >= stop:
             return stop
         if self._index is None:
-            return self._pairwise(mine, range(start, stop), stop)
+            return self._pairwise(mine, serial, range(start, stop), stop)
         size = len(mine)
         least = self._least_overlap(size)
         if least > size:
             return stop
         probes = size - least + 1  # any this many of mine meet every kept chunk near it
-        present = list(filter(None, map(self._index.get, mine)))  # postings are never empty
+        present = cast("list[int | list[int]]", list(filter(None, map(self._index.get, mine))))
         absent = size - len(present)
         if absent >= probes:
             return stop
-        present.sort(key=len)  # the shortest probes meet the fewest kept chunks
+        # The shortest probes meet the fewest kept chunks: single positions first.
+        kinds = list(map(type, present))
+        singles = cast("list[int]", list(compress(present, map(_is_int, kinds))))
+        lists = cast("list[list[int]]", list(compress(present, map(_is_list, kinds))))
+        lists.sort(key=len)
         probed = probes - absent
         unprobed = len(present) - probed  # a hit's overlap is at most its count plus these
-        hits = Counter(chain.from_iterable(present[:probed]))
+        hits = Counter(singles[:probed])
+        taken = max(probed - len(singles), 0)
+        hits.update(chain.from_iterable(lists[:taken]))
         survivors = self._bounded(size, unprobed, hits, start, stop)
         if not survivors:
             return stop
-        rest = present[probed:]
-        if sum(map(len, rest)) > len(survivors) * size:
+        rest_singles, rest = singles[probed:], lists[taken:]
+        if len(rest_singles) + sum(map(len, rest)) > len(survivors) * size:
             return self._verified(mine, survivors, stop)
         # Walking the other postings costs less than intersecting: it makes every count
         # the exact overlap.
+        hits.update(rest_singles)
         hits.update(chain.from_iterable(rest))
         near, sizes = self._near, self._sizes_at
         return next((p for p in survivors if near(hits[p], size, sizes[p])), stop)
@@ -418,15 +455,26 @@ class _Texts:
                 return position
         return stop
 
-    def _pairwise(self, mine: Shingles, positions: Sequence[int], stop: int) -> int:
+    def _pairwise(self, mine: Shingles, serial: int, positions: Sequence[int], stop: int) -> int:
         """The first of `positions` near `mine`, each tested as the pairwise walk does:
-        by sizes first, then by the intersection."""
-        near, sets, size = self._near, self._sets, len(mine)
+        by sizes first, then by the intersection, whose verdict the cache remembers for
+        the next request over the same texts (a chat's next turn compares the same pairs)."""
+        near, sets, serials, size = self._near, self._sets, self._serials, len(mine)
+        cache, s = self._cache, self._settings
         for position in positions:
             theirs = sets[position]
             if not near(min(size, len(theirs)), size, len(theirs)):
                 continue
-            if near(len(mine & theirs), size, len(theirs)):
+            if not (serial and serials[position]):
+                if near(len(mine & theirs), size, len(theirs)):
+                    return position
+                continue
+            key = (serial, serials[position], s.jaccard, s.containment)
+            verdict = cache.verdict(key)
+            if verdict is None:
+                verdict = near(len(mine & theirs), size, len(theirs))
+                cache.remember(key, verdict)
+            if verdict:
                 return position
         return stop
 
@@ -457,6 +505,12 @@ class _Texts:
         return least
 
 
+_is_none: Final = functools.partial(operator.is_, None)
+_is_int: Final = functools.partial(operator.is_, int)
+_is_list: Final = functools.partial(operator.is_, list)
+"""Tests `map` and `compress` run in C: on a value, or on its `type`."""
+
+
 def _least(holds: Callable[[int], bool], top: int) -> int:
     """The least o in 1..top with `holds(o)`, for `holds` monotone; top + 1 when none."""
     low, high = 1, top + 1
@@ -485,20 +539,21 @@ class Deduplicator:
         self._settings = settings
         self._cache = ShingleCache() if cache is None else cache
         self._text = settings.jaccard is not None or settings.containment is not None
-        self._shingles: dict[str, Shingles] = {}
+        self._shingles: dict[str, tuple[Shingles, int]] = {}  # and the cache entry's serial
         self._order: list[Chunk] = []
-        self._texts = _Texts(self._near, settings)
+        self._texts = _Texts(self._near, settings, self._cache)
         self._vectors = None if settings.cosine is None else _Vectors(settings.cosine)
         # By identity, holding the candidate so that its id cannot be reused: (candidate,
         # epoch, L, the first duplicate's position among the first L kept, L when none).
         self._memo: dict[int, tuple[Chunk, int, int, int]] = {}
         self._epoch = 0
 
-    def _of(self, chunk: Chunk) -> Shingles:
+    def _of(self, chunk: Chunk) -> tuple[Shingles, int]:
+        """The chunk's shingles and their serial in the cache (0 when not held)."""
         text = chunk.content
         cached = self._shingles.get(text)
         if cached is None:
-            cached = self._cache.get(text, self._settings.shingle_size, shingles)
+            cached = self._cache.lookup(text, self._settings.shingle_size, shingles)
             self._shingles[text] = cached
         return cached
 
@@ -536,7 +591,7 @@ class Deduplicator:
             for chunk in kept[len(order) :]:
                 order.append(chunk)
                 if self._text:
-                    self._texts.append(self._of(chunk))
+                    self._texts.append(*self._of(chunk))
                 if self._vectors is not None:
                     self._vectors.append(chunk.embedding)
 
@@ -555,10 +610,10 @@ class Deduplicator:
             stop_text = stop
         if not self._text or start >= stop_text:
             return stop_text
-        mine = self._of(candidate)
+        mine, serial = self._of(candidate)
         if not mine:
             return stop_text
-        return self._texts.first(mine, start, stop_text)
+        return self._texts.first(mine, serial, start, stop_text)
 
     def _near(self, shared: int, mine: int, theirs: int) -> bool:
         """Whether sets of `mine` and `theirs` shingles sharing `shared` are near-duplicates."""
