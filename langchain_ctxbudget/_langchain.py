@@ -79,17 +79,20 @@ def problem(error: ValidationError) -> str:
 # --- documents -----------------------------------------------------------------------------
 
 
-def documents_of(value: object) -> list[Document]:
-    """`value` as a list of `Document`; `InputError` naming the first item that is not one."""
+def documents_of(
+    value: object, *, name: str = "documents", origin: str = "what a retriever returns"
+) -> list[Document]:
+    """`value` as a list of `Document`; `InputError` naming the first item that is not one
+    (`name` is what the caller calls the list, `origin` where such documents come from)."""
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         raise InputError(
-            f"documents must be a list of langchain_core Document, but got {type(value).__name__}"
+            f"{name} must be a list of langchain_core Document, but got {type(value).__name__}"
         )
     for index, document in enumerate(value):
         if not isinstance(document, Document):
             raise InputError(
-                f"documents[{index}] is a {type(document).__name__}, expected a langchain_core "
-                "Document (what a retriever returns)"
+                f"{name}[{index}] is a {type(document).__name__}, expected a langchain_core "
+                f"Document ({origin})"
             )
     return list(value)
 

@@ -19,6 +19,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 
 from ctxbudget import CitationCheck, FencedSource, InputError, check_numbered, fence_sources
+from langchain_ctxbudget._langchain import documents_of
 
 __all__ = ["CITATION_KEY", "FENCE_KEY", "CheckCitations", "citation_of", "fence_numbered"]
 
@@ -124,18 +125,11 @@ class CheckCitations(RunnableSerializable[Mapping[str, Any], dict[str, Any]]):
                 f"{', '.join(map(repr, input)) or 'none'}: assign the answer and keep the "
                 "sources, e.g. RunnablePassthrough.assign(answer=prompt | model)"
             )
-        sources = input[self.sources_key]
-        if isinstance(sources, str | bytes) or not isinstance(sources, Sequence):
-            raise InputError(
-                f"{self.sources_key!r} must be the list of source documents, but got "
-                f"{type(sources).__name__}"
-            )
-        for index, document in enumerate(sources):
-            if not isinstance(document, Document):
-                raise InputError(
-                    f"{self.sources_key}[{index}] is a {type(document).__name__}, expected a "
-                    "langchain_core Document selected by a ctxbudget component"
-                )
+        sources = documents_of(
+            input[self.sources_key],
+            name=self.sources_key,
+            origin="the sources a ctxbudget component selected",
+        )
         numbers = [citation_of(index, document) for index, document in enumerate(sources)]
         check: CitationCheck = check_numbered(_answer_text(input[self.answer_key]), numbers)
         return {**input, self.output_key: check}
