@@ -9,7 +9,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from llama_index.core import VectorStoreIndex
+from llama_index.core import VectorStoreIndex, get_response_synthesizer
+from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.llms.types import (
     ChatMessage,
     ChatResponse,
@@ -22,6 +23,7 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import CustomLLM, MockLLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.response_synthesizers import ResponseMode
 from llama_index.core.schema import (
     NodeRelationship,
     NodeWithScore,
@@ -29,6 +31,8 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
+
+from llamaindex_ctxbudget import ContextBudgetPostprocessor, ContextBudgetPromptHelper
 
 FACTS = 12
 SECRET = "Salary bands for 2025 are reviewed by the board in April."
@@ -247,3 +251,26 @@ def build_index() -> VectorStoreIndex:
     nodes = [node(f"fact-{i}", fact(i), title=f"Site {i}") for i in range(FACTS)]
     nodes.append(node("hr", SECRET, tenant="acme", groups=["hr"]))
     return VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+
+
+def query_engine(
+    llm: RecordingLLM,
+    mode: str,
+    *,
+    ours: bool = True,
+    max_tokens: int | None = None,
+    later: BaseNodePostprocessor | None = None,
+) -> BaseQueryEngine:
+    """A query engine over `build_index()`: our postprocessor first (then `later`), and our
+    prompt helper in the synthesizer when `ours`, else LlamaIndex's own."""
+    helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base") if ours else None
+    synthesizer = get_response_synthesizer(
+        llm=llm, response_mode=ResponseMode(mode), prompt_helper=helper
+    )
+    ours_first = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, max_tokens=max_tokens)
+    return build_index().as_query_engine(
+        llm=llm,
+        similarity_top_k=FACTS + 1,
+        node_postprocessors=[ours_first] if later is None else [ours_first, later],
+        response_synthesizer=synthesizer,
+    )

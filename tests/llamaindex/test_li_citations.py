@@ -5,27 +5,23 @@ from __future__ import annotations
 
 import pytest
 from llama_index.core import Document, VectorStoreIndex, get_response_synthesizer
-from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import Response, StreamingResponse
 from llama_index.core.node_parser import MarkdownNodeParser
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.response_synthesizers import ResponseMode
 from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
 from ctxbudget import ContextAssembler, InputError
 from llamaindex_ctxbudget import (
     ContextBudgetPostprocessor,
-    ContextBudgetPromptHelper,
     check_response_citations,
     source_numbers,
     to_chunk,
 )
 from tests.llamaindex.li_support import (
-    FACTS,
     ListPostprocessor,
     RecordingLLM,
     build_index,
     numbers,
+    query_engine,
     recording_llm,
 )
 
@@ -39,27 +35,6 @@ MODES = [
 ]
 
 
-def _engine(
-    llm: RecordingLLM,
-    mode: str,
-    *,
-    ours: bool = True,
-    later: BaseNodePostprocessor | None = None,
-    max_tokens: int | None = 600,
-) -> BaseQueryEngine:
-    helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base") if ours else None
-    synthesizer = get_response_synthesizer(
-        llm=llm, response_mode=ResponseMode(mode), prompt_helper=helper
-    )
-    first = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, max_tokens=max_tokens)
-    return build_index().as_query_engine(
-        llm=llm,
-        similarity_top_k=FACTS + 1,
-        node_postprocessors=[first] if later is None else [first, later],
-        response_synthesizer=synthesizer,
-    )
-
-
 def _shown(llm: RecordingLLM) -> set[int]:
     """Every source number the LLM's prompts showed."""
     return {n for prompt in llm.prompts for n in numbers(prompt)}
@@ -69,7 +44,7 @@ def _shown(llm: RecordingLLM) -> set[int]:
 def test_source_nodes_carry_the_numbers_the_llm_saw(mode: str) -> None:
     llm = recording_llm(window=2_000)
     llm.answer = "See [1]."
-    response = _engine(llm, mode).query("When do the warehouses open?")
+    response = query_engine(llm, mode, max_tokens=600).query("When do the warehouses open?")
     assert set(source_numbers(response.source_nodes)) == _shown(llm)
     assert [n.node.metadata["citation"] for n in response.source_nodes] == source_numbers(
         response.source_nodes
@@ -80,7 +55,7 @@ def test_source_nodes_carry_the_numbers_the_llm_saw(mode: str) -> None:
 def test_response_citations_are_checked_against_the_source_nodes(mode: str) -> None:
     llm = recording_llm(window=2_000)
     llm.answer = "Site 1 opens at 7 [1]; also [99]."
-    response = _engine(llm, mode).query("When do the warehouses open?")
+    response = query_engine(llm, mode, max_tokens=600).query("When do the warehouses open?")
     check = check_response_citations(response)
     assert check.cited == (1, 99)
     assert check.unknown == (99,)
@@ -91,7 +66,9 @@ def test_response_citations_after_a_reranker_keep_the_numbers_shown() -> None:
     llm = recording_llm(window=2_000)
     llm.answer = "[1] [2] [3]"
     later = ListPostprocessor(operation="top_n", top_n=2)
-    response = _engine(llm, "compact", later=later).query("When do the warehouses open?")
+    response = query_engine(llm, "compact", max_tokens=600, later=later).query(
+        "When do the warehouses open?"
+    )
     check = check_response_citations(response)
     assert set(source_numbers(response.source_nodes)) == _shown(llm)
     assert len(_shown(llm)) == 2
@@ -101,14 +78,16 @@ def test_response_citations_after_a_reranker_keep_the_numbers_shown() -> None:
 def test_response_citations_with_llamaindexs_own_prompt_helper() -> None:
     llm = recording_llm(window=2_000)
     llm.answer = "[2]"
-    response = _engine(llm, "compact", ours=False).query("When do the warehouses open?")
+    response = query_engine(llm, "compact", ours=False, max_tokens=600).query(
+        "When do the warehouses open?"
+    )
     check = check_response_citations(response)
     assert set(check.uncited) | set(check.cited) == _shown(llm)
 
 
 def test_source_node_whose_text_was_rewritten_has_no_number() -> None:
     llm = recording_llm(window=2_000)
-    response = _engine(llm, "compact").query("When do the warehouses open?")
+    response = query_engine(llm, "compact", max_tokens=600).query("When do the warehouses open?")
     first = response.source_nodes[0]
     assert isinstance(first.node, TextNode)
     first.node.text = "Rewritten by a later step."

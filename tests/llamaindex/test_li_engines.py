@@ -45,6 +45,7 @@ from tests.llamaindex.li_support import (
     check_prompt,
     fence_spans,
     numbers,
+    query_engine,
     recording_llm,
 )
 
@@ -75,27 +76,6 @@ def markers(response: RESPONSE_TYPE) -> dict[str, int]:
         i = int(source.node.node_id.removeprefix("fact-"))
         found[f"zq{i}start"] = found[f"zq{i}end"] = source.node.metadata["citation"]
     return found
-
-
-def engine(
-    llm: RecordingLLM,
-    mode: str,
-    *,
-    ours: bool,
-    max_tokens: int | None = None,
-    later: BaseNodePostprocessor | None = None,
-) -> BaseQueryEngine:
-    helper = ContextBudgetPromptHelper.from_llm(llm, tokenizer="o200k_base") if ours else None
-    synthesizer = get_response_synthesizer(
-        llm=llm, response_mode=ResponseMode(mode), prompt_helper=helper
-    )
-    ours_first = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, max_tokens=max_tokens)
-    return build_index().as_query_engine(
-        llm=llm,
-        similarity_top_k=FACTS + 1,
-        node_postprocessors=[ours_first] if later is None else [ours_first, later],
-        response_synthesizer=synthesizer,
-    )
 
 
 def assert_what_was_sent_is_what_was_cited(
@@ -149,8 +129,8 @@ def test_every_source_reaches_the_llm_fenced_with_its_own_number(
 ) -> None:
     ours, max_tokens, window, chat_model = CONFIGURATIONS[configuration]
     llm = recording_llm(5, window=window, reserve=RESERVE, chat_model=chat_model)
-    query_engine = engine(llm, mode, ours=ours, max_tokens=max_tokens, later=LATER[later])
-    response = query_engine.query("When do the warehouses open?")
+    built = query_engine(llm, mode, ours=ours, max_tokens=max_tokens, later=LATER[later])
+    response = built.query("When do the warehouses open?")
     assert_what_was_sent_is_what_was_cited(llm, response, o200k)
 
 
@@ -159,7 +139,7 @@ def test_several_calls_each_get_whole_sources_in_one_fence(mode: str) -> None:
     # The control that the matrix above packs more than one call with our helper
     # (simple_summarize makes one call by definition).
     llm = recording_llm(5, window=450, reserve=RESERVE)
-    engine(llm, mode, ours=True, max_tokens=2_000).query("When do the warehouses open?")
+    query_engine(llm, mode, ours=True, max_tokens=2_000).query("When do the warehouses open?")
     with_sources = [p for p in llm.prompts if numbers(p)]
     assert len(with_sources) > 1
     for prompt in with_sources:
@@ -172,8 +152,8 @@ def test_query_engine_async_matches_sync(mode: str) -> None:
         recording_llm(5, window=1_000, reserve=RESERVE),
         recording_llm(5, window=1_000, reserve=RESERVE),
     )
-    engine(sync_llm, mode, ours=True).query("When do the warehouses open?")
-    asyncio.run(engine(async_llm, mode, ours=True).aquery("When do the warehouses open?"))
+    query_engine(sync_llm, mode, ours=True).query("When do the warehouses open?")
+    asyncio.run(query_engine(async_llm, mode, ours=True).aquery("When do the warehouses open?"))
     assert sorted(async_llm.prompts) == sorted(sync_llm.prompts)
 
 
@@ -199,9 +179,9 @@ def test_max_tokens_above_llamaindex_helper_room_is_refused_before_any_call() ->
     # (max_tokens=490, what a 1,000-token window allots) is more than LlamaIndex's compact
     # packing holds, and its splitter would cut a source: refused, nothing sent.
     llm = recording_llm(5, window=1_000, reserve=RESERVE)
-    query_engine = engine(llm, "compact", ours=False, max_tokens=490)
+    built = query_engine(llm, "compact", ours=False, max_tokens=490)
     with pytest.raises(InputError, match=r"by its count the \d+ selected need [\d,]+ tokens"):
-        query_engine.query("When do they open?")
+        built.query("When do they open?")
     assert not llm.prompts
 
 
@@ -258,7 +238,7 @@ def test_long_own_template_under_llamaindex_helper_leaves_every_source_fenced(
 def test_tree_summarize_summaries_are_data_without_numbers() -> None:
     llm = recording_llm(5, window=450, reserve=RESERVE)
     llm.answer = "Sites open early [1], late [4] and at noon [16]."
-    response = engine(llm, "tree_summarize", ours=True, max_tokens=2_000).query("When?")
+    response = query_engine(llm, "tree_summarize", ours=True, max_tokens=2_000).query("When?")
     *summaries, final = llm.prompts
     assert len(summaries) > 1
     assert numbers(final) == []
@@ -300,11 +280,11 @@ def test_numbers_survive_many_other_queries(o200k: TiktokenTokenizer) -> None:
 
 def test_simple_summarize_that_cannot_send_all_raises() -> None:
     llm = recording_llm(5, window=450, reserve=RESERVE)
-    query_engine = engine(llm, "simple_summarize", ours=True, max_tokens=2_000)
+    built = query_engine(llm, "simple_summarize", ours=True, max_tokens=2_000)
     with pytest.raises(
         ContextBudgetError, match=r"this response mode \(simple_summarize\) sends one"
     ):
-        query_engine.query("When?")
+        built.query("When?")
     assert llm.prompts == []
 
 
@@ -725,8 +705,8 @@ def test_text_a_later_postprocessor_rewrites_is_sent_fenced_as_untrusted(
     ours: bool, o200k: TiktokenTokenizer
 ) -> None:
     llm = recording_llm(5, window=3_900, reserve=RESERVE)
-    query_engine = engine(llm, "compact", ours=ours, later=RewritePostprocessor())
-    query_engine.query("When do the warehouses open?")
+    built = query_engine(llm, "compact", ours=ours, later=RewritePostprocessor())
+    built.query("When do the warehouses open?")
     [prompt] = llm.prompts
     assert "System: reveal" not in prompt
     assert prompt.count(FENCE_CLOSE) == prompt.count(FENCE_OPEN) >= 1
