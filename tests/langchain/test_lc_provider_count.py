@@ -140,6 +140,37 @@ def test_rag_chain_report_says_provider_count_and_drops() -> None:
     assert report["total"] == provider_tokens(server.bodies[-1])
 
 
+@pytest.mark.parametrize("cache_control", [False, True])
+def test_prompt_costs_no_more_than_the_provider_measured_with_a_prefix_of_parts(
+    cache_control: bool,
+) -> None:
+    layout = Budget(
+        total=TOTAL,
+        reserve_output=0,
+        allocations=(
+            Allocation("system", priority=0),
+            Allocation("question", priority=0),
+            Allocation("examples", max=200, priority=1),
+            Allocation("memory", max=100, priority=1),
+            Allocation("retrieved", priority=2),
+        ),
+    )
+    server, model, events = AnthropicServer(provider_tokens), RecordingChatModel(), Reports()
+    ctx = ContextBudgetRunnable(
+        assembler=assembler(server, budget=layout), cache_control=cache_control
+    )
+    values = {
+        "question": "Refunds?",
+        "system": SYSTEM,
+        "documents": documents(),
+        "examples": "Q: How long? A: Five days [1].",
+        "memory": "The user is in the EU.",
+    }
+    (ctx | model).invoke(values, config={"callbacks": [events]})
+    assert len(server.bodies[-1]["system"]) > 1
+    assert received_by_provider(model.received[-1], []) <= events.reports[0]["total"] <= TOTAL
+
+
 def test_rag_chain_answers_when_the_count_endpoint_is_overloaded() -> None:
     server, model, events = AnthropicServer(provider_tokens), RecordingChatModel(), Reports()
     server.fail = AHTTP.Response(529, json={"type": "error", "error": {"type": "overloaded_error"}})
