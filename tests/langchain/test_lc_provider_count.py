@@ -250,13 +250,17 @@ def agent_budget() -> Budget:
     )
 
 
-def run_agent(server: AnthropicServer, model: RecordingChatModel, *, sync: bool = True) -> Any:
+def run_agent(
+    server: AnthropicServer, model: RecordingChatModel, *, sync: bool = True, config: Any = None
+) -> Any:
     middleware = ContextBudgetMiddleware(
         assembler(server, budget=agent_budget(), native_tools=True, fence_rule=False)
     )
     agent = create_agent(model, [lookup_order], system_prompt=SYSTEM, middleware=[middleware])
     state: Any = {"messages": [*earlier_turns(), HumanMessage("Where is order 17?")]}
-    return agent.invoke(state) if sync else asyncio.run(agent.ainvoke(state))
+    if sync:
+        return agent.invoke(state, config=config)
+    return asyncio.run(agent.ainvoke(state, config=config))
 
 
 @pytest.mark.parametrize("sync", [True, False], ids=["invoke", "ainvoke"])
@@ -276,3 +280,10 @@ def test_agent_counts_with_the_provider_once_per_model_call_at_least() -> None:
     run_agent(server, model)
     assert len(server.bodies) >= len(model.received)
     assert all(body["model"] == MODEL for body in server.bodies)
+
+
+def test_agent_reports_each_model_call_counted_by_the_provider() -> None:
+    server, model, events = AnthropicServer(provider_tokens), agent_model(), Reports()
+    run_agent(server, model, config={"callbacks": [events]})
+    assert [r["count_method"] for r in events.reports] == ["anthropic count_tokens"] * 2
+    assert all(r["total"] <= TOTAL for r in events.reports)
