@@ -234,6 +234,18 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     def _sources(
         self, input: object, principal: Principal | None
     ) -> tuple[str, list[Document], dict[str, Any]]:
+        provider = self.assembler.provider_count
+        if provider is not None:
+            # The block goes into a prompt this runnable never sees, so the count would
+            # measure neither what is sent nor anything at all (select_sources makes none).
+            raise InputError(
+                f"this assembler has a provider count ({provider.label}), which measures the "
+                "whole prompt, but a list of Documents gives only the sources block, which "
+                "your prompt wraps in text the count never sees; pass a dict input, e.g. "
+                '{"documents": retriever, "question": RunnablePassthrough()} | ctx | model, '
+                "so this runnable builds the prompt the count measures, or use an assembler "
+                "without provider_count"
+            )
         if isinstance(input, Sequence) and not isinstance(input, str | bytes):
             documents = documents_of(input)
             if any(FENCE_KEY in document.metadata for document in documents):
