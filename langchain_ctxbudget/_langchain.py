@@ -59,6 +59,7 @@ __all__ = [
     "parts_of",
     "principal_of",
     "problem",
+    "refuse_provider_count_with_tool_turns",
     "selection_report",
     "sent_message",
     "tool_of",
@@ -291,3 +292,21 @@ def assembled_report(assembled: Assembled) -> dict[str, Any]:
     data = assembled.report.model_dump(mode="json")
     data["sources"] = _sources(assembled.sources)
     return data
+
+
+def refuse_provider_count_with_tool_turns(
+    assembler: ContextAssembler, has_tool_turns: bool, *, where: str
+) -> None:
+    """Fail closed where a provider count would measure another request than the one sent:
+    the count measures tool calls and results as the core writes them, as text
+    (`Assembled.messages`), while LangChain sends them as tool blocks."""
+    provider = assembler.provider_count
+    if provider is None or not has_tool_turns:
+        return
+    raise InputError(
+        f"{where} cannot use the provider count ({provider.label}) on a conversation with "
+        "tool calls or tool results: the count measures them as text, while LangChain sends "
+        "them to the model as tool blocks, so the figure would be of another request; use an "
+        "assembler without provider_count (the offline count of a Claude or Gemini model is an "
+        "upper bound with a margin)"
+    )

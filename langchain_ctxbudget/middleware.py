@@ -25,7 +25,13 @@ from ctxbudget import (
     Tool,
     traced,
 )
-from langchain_ctxbudget._langchain import REPORT_EVENT, assembled_report, in_run, tool_of
+from langchain_ctxbudget._langchain import (
+    REPORT_EVENT,
+    assembled_report,
+    in_run,
+    refuse_provider_count_with_tool_turns,
+    tool_of,
+)
 from langchain_ctxbudget._messages import Conversation, conversation_of
 from langchain_ctxbudget._model import model_budget, model_tokenizer
 from langchain_ctxbudget._summaries import Summarize, SummarizeWith, summarizer_of
@@ -82,6 +88,8 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         left out: a chat model (awaited with ``ainvoke`` in async agents) or a function of
         the left-out messages. It overrides ``assembler.history.summarize``."""
         super().__init__()
+        # An agent's conversation holds tool calls and results from its first tool call on.
+        refuse_provider_count_with_tool_turns(assembler, True, where="ContextBudgetMiddleware")
         self.assembler = assembler
         self.summarizer = summarizer_of(summarize, where="ContextBudgetMiddleware")
 

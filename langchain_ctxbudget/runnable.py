@@ -40,6 +40,7 @@ from langchain_ctxbudget._langchain import (
     chunks_of,
     cited_documents,
     documents_of,
+    refuse_provider_count_with_tool_turns,
     selection_report,
     tool_of,
 )
@@ -300,6 +301,11 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
             )
         conversation = conversation_of(
             "history", values.get("history", []), counter=self.assembler.counter
+        )
+        refuse_provider_count_with_tool_turns(
+            self.assembler,
+            any(t.role == "tool" for t in conversation.turns),
+            where="ContextBudgetRunnable",
         )
         question = values.get("question")
         if question is None and not conversation.turns:

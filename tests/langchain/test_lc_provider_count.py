@@ -11,13 +11,10 @@ import math
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnablePassthrough
-from langchain_core.tools import tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ctxbudget import Allocation, AnthropicCount, Budget, ContextAssembler, InputError
 from langchain_ctxbudget import ContextBudgetRunnable
@@ -220,70 +217,26 @@ def test_with_sources_refuses_a_provider_count() -> None:
         ctx.with_sources().invoke(documents(3))
 
 
-@tool
-def lookup_order(order_id: str) -> str:
-    """Look up an order by its id: status, items and shipping date."""
-    return f"order {order_id}: delivered, 2 items. " + "Tracking event logged. " * 40
+def test_agent_middleware_refuses_a_provider_count() -> None:
+    # The count would measure tool calls as text; the agent sends them as tool blocks.
+    counted = assembler(AnthropicServer(provider_tokens), native_tools=True, fence_rule=False)
+    with pytest.raises(
+        InputError, match=r"ContextBudgetMiddleware cannot use the provider count .* tool blocks"
+    ):
+        ContextBudgetMiddleware(counted)
 
 
-def agent_model() -> RecordingChatModel:
-    call = {"name": "lookup_order", "args": {"order_id": "17"}, "id": "call-live"}
-    return RecordingChatModel(
-        model_name=MODEL,
-        replies=[AIMessage("", tool_calls=[call]), AIMessage("Order 17 was delivered.")],
-    )
-
-
-def earlier_turns(n: int = 12) -> list[BaseMessage]:
-    out: list[BaseMessage] = []
-    for i in range(n):
-        out.append(HumanMessage(f"question {i} " + " ".join(f"w{i}x{k}" for k in range(30))))
-        out.append(AIMessage(f"answer {i} " + " ".join(f"r{i}x{k}" for k in range(30))))
-    return out
-
-
-def agent_budget() -> Budget:
-    return Budget(
-        total=TOTAL,
-        reserve_output=0,
-        allocations=(Allocation("tools", max=300, priority=1), Allocation("history", priority=3)),
-    )
-
-
-def run_agent(
-    server: AnthropicServer, model: RecordingChatModel, *, sync: bool = True, config: Any = None
-) -> Any:
-    middleware = ContextBudgetMiddleware(
-        assembler(server, budget=agent_budget(), native_tools=True, fence_rule=False)
-    )
-    agent = create_agent(model, [lookup_order], system_prompt=SYSTEM, middleware=[middleware])
-    state: Any = {"messages": [*earlier_turns(), HumanMessage("Where is order 17?")]}
-    if sync:
-        return agent.invoke(state, config=config)
-    return asyncio.run(agent.ainvoke(state, config=config))
-
-
-@pytest.mark.parametrize("sync", [True, False], ids=["invoke", "ainvoke"])
-def test_agent_model_requests_within_the_provider_count(sync: bool) -> None:
-    server, model = AnthropicServer(provider_tokens), agent_model()
-    result = run_agent(server, model, sync=sync)
-    assert result["messages"][-1].content == "Order 17 was delivered."
-    assert len(model.received) == 2
-    tools = [convert_to_openai_tool(lookup_order)]
-    for sent in model.received:
-        assert received_by_provider(sent, tools) <= TOTAL
-    assert len(model.received[0]) < len(earlier_turns()) + 2
-
-
-def test_agent_counts_with_the_provider_once_per_model_call_at_least() -> None:
-    server, model = AnthropicServer(provider_tokens), agent_model()
-    run_agent(server, model)
-    assert len(server.bodies) >= len(model.received)
-    assert all(body["model"] == MODEL for body in server.bodies)
-
-
-def test_agent_reports_each_model_call_counted_by_the_provider() -> None:
-    server, model, events = AnthropicServer(provider_tokens), agent_model(), Reports()
-    run_agent(server, model, config={"callbacks": [events]})
-    assert [r["count_method"] for r in events.reports] == ["anthropic count_tokens"] * 2
-    assert all(r["total"] <= TOTAL for r in events.reports)
+def test_runnable_refuses_a_provider_count_with_tool_turns_in_the_history() -> None:
+    server = AnthropicServer(provider_tokens)
+    ctx = ContextBudgetRunnable(assembler=assembler(server))
+    call = {"name": "lookup_order", "args": {"order_id": "17"}, "id": "call-1"}
+    history = [
+        HumanMessage("Where is order 17?"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("delivered", tool_call_id="call-1"),
+    ]
+    with pytest.raises(
+        InputError, match=r"ContextBudgetRunnable cannot use the provider count .* tool blocks"
+    ):
+        ctx.invoke({"question": "And order 18?", "history": history})
+    assert server.bodies == []
