@@ -128,10 +128,11 @@ def test_count_of_claude_is_a_labelled_upper_bound(cli: Run, tmp_path: Path) -> 
 def test_count_view_of_gemini_says_the_count_is_an_upper_bound(cli: Run, tmp_path: Path) -> None:
     out = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "gemini-2.5-flash").out
 
-    assert out.splitlines()[-1] == (
-        "Counted with estimate:gemini (gemini-2.5-flash): an upper-bound estimate, 10% above "
-        "the worst ratio measured."
-    )
+    assert out.splitlines()[-2:] == [
+        "Counted with estimate:gemini (gemini-2.5-flash): an upper-bound estimate, 10% above the "
+        "worst ratio",
+        "measured.",
+    ]
 
 
 def test_count_of_model_without_offline_tokenizer_says_so(cli: Run, tmp_path: Path) -> None:
@@ -152,10 +153,3 @@ def test_count_of_an_open_weight_model_is_exact_with_its_extra(cli: Run, tmp_pat
     assert '"exact": true' in ran.out
 
 
-def test_count_without_files_is_a_usage_error(cli: Run) -> None:
-    ran = cli("count")
-
-    assert (ran.code, ran.err) == (
-        2,
-        "ctxbudget: the following arguments are required: FILE; see 'ctxbudget count --help'\n",
-    )
