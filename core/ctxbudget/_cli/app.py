@@ -1,8 +1,9 @@
 """Parsing the command line, dispatching to a command, and turning failures into one line.
 
 Every failure is one line on stderr, ``ctxbudget: <what to change>`` (word-wrapped when
-stderr is a terminal), never a traceback: exit status 2 when the command line is wrong (an unknown option, a missing
-argument), 1 when what it names is (a file, its data, a budget, a model name).
+stderr is a terminal), never a traceback: exit status 2 when the command line is wrong
+(an unknown option, a missing argument), 1 when what it names is (a file, its data, a
+budget, a model name).
 """
 
 from __future__ import annotations
