@@ -211,7 +211,7 @@ def test_main_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["--help"]) == 0
 
     out = capsys.readouterr().out
-    assert all(f"\n    {name} " in out for name in ("demo", "inspect", "count"))
+    assert all(f"\n    {name} " in out for name in ("demo", "inspect", "count", "eval"))
     assert "Exit status: 0 done, 1 a failure" in out
 
 
@@ -226,7 +226,7 @@ def test_main_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str
     assert main(["serve"]) == 2
     assert capsys.readouterr().err == (
         "ctxbudget: argument COMMAND: invalid choice: 'serve' "
-        "(choose from 'demo', 'inspect', 'count'); see 'ctxbudget --help'\n"
+        "(choose from 'demo', 'inspect', 'count', 'eval'); see 'ctxbudget --help'\n"
     )
 
 

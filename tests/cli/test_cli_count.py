@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,10 +130,11 @@ def test_count_of_claude_is_a_labelled_upper_bound(cli: Run, tmp_path: Path) -> 
 def test_count_view_of_gemini_says_the_count_is_an_upper_bound(cli: Run, tmp_path: Path) -> None:
     out = cli("count", write(tmp_path, "a.txt", TEXT), "--model", "gemini-2.5-flash").out
 
-    assert out.splitlines()[-1] == (
-        "Counted with estimate:gemini (gemini-2.5-flash): an upper-bound estimate, 10% above "
-        "the worst ratio measured."
-    )
+    assert out.splitlines()[-2:] == [
+        "Counted with estimate:gemini (gemini-2.5-flash): an upper-bound estimate, 10% above the "
+        "worst ratio",
+        "measured.",
+    ]
 
 
 def test_count_of_model_without_offline_tokenizer_says_so(cli: Run, tmp_path: Path) -> None:
@@ -152,10 +155,29 @@ def test_count_of_an_open_weight_model_is_exact_with_its_extra(cli: Run, tmp_pat
     assert '"exact": true' in ran.out
 
 
-def test_count_without_files_is_a_usage_error(cli: Run) -> None:
-    ran = cli("count")
-
-    assert (ran.code, ran.err) == (
-        2,
-        "ctxbudget: the following arguments are required: FILE; see 'ctxbudget count --help'\n",
+def test_count_view_works_without_rich(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.txt", TEXT)
+    code = (
+        "import sys\n"
+        "sys.modules['rich'] = None\n"  # import rich now raises ImportError
+        "from ctxbudget._cli.app import main\n"
+        f"sys.exit(main(['count', {path!r}]))\n"
     )
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        f"{'file':<{len(path)}}  tokens  characters",
+        f"{path}  {get_tokenizer('gpt-4o').count(TEXT):>6}  {len(TEXT):>10}",
+        "Counted with o200k_base (gpt-4o).",
+    ]
+
+
+def test_count_view_aligns_wide_file_names_by_terminal_cells(cli: Run, tmp_path: Path) -> None:
+    wide, narrow = write(tmp_path, "文書.txt", TEXT), write(tmp_path, "abcd.txt", TEXT)
+
+    lines = cli("count", wide, narrow).out.splitlines()
+
+    # 文書 takes four cells, as abcd does: the numbers start in the same column.
+    assert lines[1].removeprefix(wide) == lines[2].removeprefix(narrow)

@@ -1,8 +1,9 @@
 """Parsing the command line, dispatching to a command, and turning failures into one line.
 
-Every failure is one line on stderr, ``ctxbudget: <what to change>``, never a
-traceback: exit status 2 when the command line is wrong (an unknown option, a missing
-argument), 1 when what it names is (a file, its data, a budget, a model name).
+Every failure is one line on stderr, ``ctxbudget: <what to change>`` (word-wrapped when
+stderr is a terminal), never a traceback: exit status 2 when the command line is wrong
+(an unknown option, a missing argument), 1 when what it names is (a file, its data, a
+budget, a model name).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from importlib.metadata import version
 from typing import Final, NoReturn
 
 from ctxbudget import CtxBudgetError
-from ctxbudget._cli import count, demo, inspect_chunks
+from ctxbudget._cli import count, demo, inspect_chunks, prose
 from ctxbudget._cli.command import Command
 from ctxbudget._cli.errors import CliError, UsageError
 
@@ -28,6 +29,11 @@ DEFAULT_COMMAND: Final = demo.COMMAND.name
 """What bare ``ctxbudget`` (or ``ctxbudget --json``, options only) runs."""
 
 _TOP_LEVEL: Final = frozenset({"-h", "--help", "--version"})
+
+EVAL: Final = "eval"
+"""The measurement harness, which has its own parser (`ctxbudget.eval.cli_main`)."""
+
+EVAL_HELP: Final = "measure ordering, k and metadata on your model: position, knee, ablation"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,9 +49,7 @@ def parser() -> argparse.ArgumentParser:
         prog="ctxbudget",
         description="Build the prompt a RAG or agent app sends to its model, under a hard "
         f"token budget, and show every decision. Without a command, runs {DEFAULT_COMMAND}.",
-        epilog="ctxbudget eval position|knee|ablation --help: measure ordering, k and metadata "
-        "on your model. Exit status: 0 done, 1 a failure (file, data, budget, model), 2 a "
-        "usage error.",
+        epilog="Exit status: 0 done, 1 a failure (file, data, budget, model), 2 a usage error.",
     )
     top.add_argument("--version", action="store_true", help="print the version and exit")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", title="commands")
@@ -53,13 +57,16 @@ def parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(command.name, help=command.help, description=command.description)
         command.add_arguments(sub)
         sub.set_defaults(run=command.run)
+    # Listed for --help and the usage error's choices only: `main` hands ``eval ...`` to the
+    # harness's parser before this one runs, so the other commands never import the harness.
+    commands.add_parser(EVAL, help=EVAL_HELP, add_help=False)
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ctxbudget`` with `argv` (default: the process's arguments); return the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "eval":  # its own parser; plain `ctxbudget` never imports it
+    if args and args[0] == EVAL:  # its own parser; plain `ctxbudget` never imports it
         from ctxbudget.eval import cli_main
 
         try:
@@ -99,7 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"ctxbudget: {' '.join(message.splitlines())}", file=sys.stderr)
+    line = f"ctxbudget: {' '.join(message.splitlines())}"
+    # Wrapped only for a reader at a terminal: a log or a script gets the one line to grep.
+    columns = prose.terminal_width(sys.stderr)
+    print(line if columns is None else prose.wrap(line, columns), file=sys.stderr)
     return code
 
 

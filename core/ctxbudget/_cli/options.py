@@ -23,6 +23,7 @@ __all__ = [
     "add_json",
     "add_model",
     "add_principal",
+    "decode_text",
     "load_budget",
     "positive_int",
     "read_text",
@@ -156,12 +157,16 @@ def read_text(path: str, what: str = "file") -> str:
         raise CliError(f"{what} {path} is a directory; give a file") from None
     except OSError as exc:
         raise CliError(f"cannot read {what} {path}: {exc.strerror}") from None
+    return decode_text(data, f"{what} {path}")
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """`data` as UTF-8 text (a byte-order mark dropped), or a `CliError` naming `name`."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CliError(
-            f"{what} {path} is not UTF-8 text (byte {exc.start} cannot be decoded); "
-            "convert it to UTF-8"
+            f"{name} is not UTF-8 text (byte {exc.start} cannot be decoded); convert it to UTF-8"
         ) from None
 
 

@@ -3,7 +3,7 @@
 Plain means no escape code at all (not even bold): stdout is not a terminal, or
 ``NO_COLOR`` is set (https://no-color.org). Prompt text is printed as `Text`, never
 as rich markup, so ``[1]`` in a prompt stays ``[1]``, and without wrapping, so it can
-be copied as the model would read it.
+be copied as the model would read it; the view's own prose is word-wrapped to the width.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from rich.text import Text
 
 from ctxbudget import Budget, Report
 from ctxbudget._cli.outcome import Outcome, count_note
+from ctxbudget._cli.prose import PIPE_WIDTH, wrap
 
 __all__ = ["REASONS", "console", "plain", "show", "table"]
 
@@ -34,9 +35,6 @@ REASONS: Final = {
 
 _BAR = 20
 """Width of a budget bar, in characters."""
-
-_PIPE_WIDTH = 100
-"""Line width when stdout is not a terminal: ids and notes fit without folding."""
 
 
 def plain() -> bool:
@@ -54,7 +52,7 @@ def console() -> Console:
             force_terminal=False,
             highlight=False,
             emoji=False,
-            width=None if sys.stdout.isatty() else _PIPE_WIDTH,
+            width=None if sys.stdout.isatty() else PIPE_WIDTH,
         )
     return Console(file=sys.stdout, highlight=False, emoji=False)
 
@@ -72,9 +70,11 @@ def show(outcome: Outcome) -> None:
     out = console()
     result, report = outcome.result, outcome.result.report
     out.rule(Text(outcome.title, style="bold"))
-    out.print(Text.assemble(("Question: ", "bold"), outcome.question), soft_wrap=True)
+    question = Text(wrap(f"Question: {outcome.question}", out.width))
+    question.stylize("bold", 0, len("Question:"))
+    out.print(question, soft_wrap=True)
     for note in outcome.notes:
-        out.print(Text(note, style="italic"), soft_wrap=True)
+        out.print(Text(wrap(note, out.width), style="italic"), soft_wrap=True)
     out.rule(f"Prompt: {report.total:,} of {report.budget:,} tokens ({outcome.model})")
     out.print(Text(result.text), soft_wrap=True)
 
@@ -114,7 +114,7 @@ def show(outcome: Outcome) -> None:
         out.print(Text.assemble(("  " + reason, "yellow"), f": {REASONS[reason]}"))
     out.rule()
     for line in _summary(report):
-        out.print(line, soft_wrap=True)
+        out.print(Text(wrap(line, out.width)), soft_wrap=True)
 
 
 def _budget(budget: Budget, report: Report) -> Table:

@@ -31,11 +31,14 @@ __all__ = ["cli_main", "load_model"]
 def cli_main(argv: Sequence[str] | None = None, *, prog: str = "ctxbudget eval") -> int:
     """Run one experiment and print its table; returns the exit code.
 
-    Errors a user can fix (a bad case file, a model that cannot be imported) are printed
-    as one line, ``ctxbudget eval: <what to change>``, with exit code 1.
+    Errors a user can fix (a bad case file, a model that cannot be imported, ``--plot``
+    without matplotlib, checked before any call) are printed as one line,
+    ``ctxbudget eval: <what to change>``, with exit code 1.
     """
     args = _parser(prog).parse_args(argv)
     try:
+        if args.plot is not None:
+            _check_plot()
         result = _run(args)
     except (CtxBudgetError, OSError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
@@ -75,6 +78,17 @@ def load_model(path: str, *, model_id: str | None = None) -> Model:
         f"--model {path} is a {type(found).__name__}; name a LangChain chat model, a "
         "LlamaIndex LLM or a function that takes the prompt and returns the answer"
     )
+
+
+def _check_plot() -> None:
+    """Refuse --plot before the experiment runs (its calls may cost money) when
+    `Result.plot` could not draw: it imports the same module."""
+    try:
+        importlib.import_module("matplotlib.figure")
+    except ImportError:
+        raise EvalError(
+            "--plot needs matplotlib: pip install 'ctxbudget[plot]' (or leave out --plot)"
+        ) from None
 
 
 def _run(args: argparse.Namespace) -> Result:
