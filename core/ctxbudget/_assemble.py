@@ -467,7 +467,7 @@ def _text(name: str, value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InputError(f"{name} must be a str or None, but got {type(value).__name__}")
+        raise wrong_type(name, value, "a str or None")
     if not value:
         return None
     try:

@@ -82,6 +82,12 @@ ENTRY_POINTS: dict[str, tuple[str, str, Callable[[object], object], bool]] = {
         lambda v: assembler().assemble(question="Why?", chunks=CHUNKS, now=v),  # type: ignore[arg-type]
         True,
     ),
+    "assemble(system=)": (
+        "system",
+        "a str or None",
+        lambda v: assembler().assemble(question="Why?", system=v),  # type: ignore[arg-type]
+        True,
+    ),
     "ContextAssembler.select_sources(max_tokens=)": (
         "max_tokens",
         "an int",
