@@ -18,6 +18,7 @@ import pytest
 
 from ctxbudget import Chunk, Turn
 from ctxbudget.__main__ import main
+from tests.imports import loaded_after
 
 ESC = "\x1b"
 
@@ -188,15 +189,9 @@ def test_cli_keeps_library_warnings_off_stderr(tmp_path: Path) -> None:
 
 
 def test_cli_import_loads_neither_rich_nor_the_retriever() -> None:
-    code = (
-        "import sys, ctxbudget.__main__\n"
-        "print(sorted(m for m in ('rich', 'bm25s', 'numpy', 'markdown_it') if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
+    heavy = ("rich", "bm25s", "numpy", "markdown_it")
 
-    assert out == "[]\n"
+    assert loaded_after("import ctxbudget.__main__", heavy) == set()
 
 
 # --- through main(), in process -----------------------------------------------------------

@@ -10,6 +10,7 @@ from operator import attrgetter
 from typing import Any
 
 from ctxbudget._allocate import Allocated, allocate
+from ctxbudget._arguments import check_int, check_optional, check_type, wrong_type
 from ctxbudget._budget import Budget, Claimant
 from ctxbudget._claims import ListClaim, text_claim
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
@@ -34,12 +35,19 @@ from ctxbudget._sources.pipeline import (
     require_sent,
     retrieved_claim,
     select_with,
+    source_options,
     sources_of,
 )
 from ctxbudget._textcache import ShingleCache, shingle_cache
-from ctxbudget._tokens import TokenCounter, Tokenizer, count_method_of, get_tokenizer
+from ctxbudget._tokens import (
+    TokenCounter,
+    Tokenizer,
+    count_method_of,
+    get_tokenizer,
+    tokenizer_of,
+)
 from ctxbudget._tools import tool_schema, tools_claim
-from ctxbudget._turns import TrimmedHistory, trim_with
+from ctxbudget._turns import TrimmedHistory, history_options, trim_with
 
 __all__ = ["ContextAssembler"]
 
@@ -91,31 +99,31 @@ class ContextAssembler:
         if isinstance(tokenizer, str):
             name, tokenizer = tokenizer, get_tokenizer(tokenizer)
             self.model = None if name == tokenizer.name else name
-        elif not isinstance(tokenizer, Tokenizer):
-            raise TypeError(
-                f"tokenizer must be a model/encoding name or a Tokenizer, not "
-                f"{type(tokenizer).__name__}; wrap a function in CallableTokenizer(fn, name=...)"
-            )
-        if sources is not None and not isinstance(sources, SourceOptions):
-            raise TypeError(
-                f"sources must be a SourceOptions, not {type(sources).__name__}; build it with "
-                "SourceOptions(order=..., dedup=..., ...)"
-            )
-        if history is not None and not isinstance(history, HistoryOptions):
-            raise TypeError(
-                f"history must be a HistoryOptions, not {type(history).__name__}; build it with "
-                "HistoryOptions(keep_tool_results=..., summarize=..., ...)"
-            )
+        tokenizer = tokenizer_of(tokenizer)
+        budget = check_optional(
+            "budget",
+            budget,
+            Budget,
+            "a Budget",
+            "build it with Budget(total=..., allocations=[...]), Budget.for_model(...) or "
+            "Budget.parse({...})",
+        )
         if provider_count is not None and not isinstance(provider_count, ProviderCount):
-            raise TypeError(
-                f"provider_count must be a ProviderCount, not {type(provider_count).__name__}; "
+            raise wrong_type(
+                "provider_count",
+                provider_count,
+                "a ProviderCount",
                 "pass AnthropicCount(client, model=...), BedrockCount(client, model_id=...) or "
-                "GeminiCount(client, model=...)"
+                "GeminiCount(client, model=...)",
             )
+        check_type("fence_rule", fence_rule, bool, "a bool")
+        check_type("native_tools", native_tools, bool, "a bool")
+        if check_int("cache_size", cache_size) < 0:
+            raise InputError(f"cache_size must be an int >= 0, but got {cache_size}")
         self.provider_count = provider_count
         self.budget = Budget.default() if budget is None else budget
-        self.sources = SourceOptions() if sources is None else sources
-        self.history = HistoryOptions() if history is None else history
+        self.sources = source_options("sources", sources)
+        self.history = history_options("history", history)
         self._summaries = SummaryCache(cache_size)
         self.fence_rule = fence_rule
         self.native_tools = native_tools
@@ -160,6 +168,7 @@ class ContextAssembler:
                 "Summaries": how an async summariser takes part).
         """
         history = sequence_of("history", history, Turn)
+        check_optional("now", now, datetime, "a datetime", "e.g. datetime.now(UTC)")
         if question is not None or not history:
             question = _required_text("question", question)
         elif history[-1].role == "assistant":
@@ -314,6 +323,9 @@ class ContextAssembler:
     ) -> tuple[int, int]:
         """A single claimant's token range: as given, else its allocation's max (capped by
         what the budget has available) and min."""
+        for option, value in (("max_tokens", max_tokens), ("min_tokens", min_tokens)):
+            if value is not None:
+                check_int(option, value)
         allocation = self.budget.allocation(name)
         if max_tokens is None:
             cap = None if allocation is None else allocation.max
@@ -455,7 +467,7 @@ def _text(name: str, value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InputError(f"{name} must be a str or None, but got {type(value).__name__}")
+        raise wrong_type(name, value, "a str or None")
     if not value:
         return None
     try:

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Self, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from ctxbudget._arguments import check_int, check_type
 from ctxbudget._errors import BudgetError
 from ctxbudget._models import CONTEXT_WINDOWS, UnknownModelError, resolve_model
 
@@ -254,6 +255,8 @@ class Budget(BaseModel):
         >>> Budget.for_context_window(128_000, reserve_output=4_000).allocation("retrieved")
         Allocation('retrieved', min=1200, max=67636, priority=1)
         """
+        check_int("window", window)
+        check_int("reserve_output", reserve_output)
         if allocations is None:
             # A window no larger than the reserve gets an empty layout, so the error is
             # about the reserve, not about a negative size.
@@ -286,6 +289,10 @@ class Budget(BaseModel):
         >>> Budget.for_model("GPT-4.1", reserve_output=8_000).total
         1047576
         """
+        check_type(
+            "model", model, str, "a model name (str)", 'e.g. Budget.for_model("gpt-4o", ...)'
+        )
+        check_int("reserve_output", reserve_output)
         fix = (
             "; use Budget.for_context_window(<tokens>, reserve_output=...) with the window "
             "from your provider's documentation"
@@ -326,6 +333,8 @@ class Budget(BaseModel):
         >>> Budget.for_agent(128_000, reserve_output=4_000).allocation("history")
         Allocation('history', priority=3)
         """
+        check_int("window", window)
+        check_int("reserve_output", reserve_output)
         sized = _sized_allocations(max(window - reserve_output, 0))
         allocations = (
             Allocation("system", priority=0),

@@ -30,6 +30,7 @@ from typing import Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 import tiktoken
 
 from ctxbudget import _mistral, _offline, _sentencepiece, _vocab
+from ctxbudget._arguments import check_optional, check_type, wrong_type
 from ctxbudget._errors import TokenizerError, VocabularyError
 from ctxbudget._estimates import ESTIMATES, EstimateTokenizer
 from ctxbudget._joins import Counted, Ends, JoinCounter, Piece, join_counter
@@ -370,6 +371,13 @@ def get_tokenizer(model_or_encoding: str) -> Tokenizer:
     >>> get_tokenizer("gpt-4o").count("hello world")
     2
     """
+    check_type(
+        "model_or_encoding",
+        model_or_encoding,
+        str,
+        "a model or tiktoken encoding name (str)",
+        'e.g. get_tokenizer("gpt-4o") or get_tokenizer("o200k_base")',
+    )
     if model_or_encoding in ESTIMATES:  # a label read back, e.g. from ingest metadata
         return _estimate(model_or_encoding)
     if model_or_encoding in _mistral.TEKKEN_SHA256:
@@ -389,6 +397,21 @@ def get_tokenizer(model_or_encoding: str) -> Tokenizer:
     if info.tokenizer in _vocab.VOCABULARIES:
         return _vocabulary(info.tokenizer)
     return _tokenizer(info.tokenizer)
+
+
+def tokenizer_of(tokenizer: object) -> Tokenizer:
+    """An entry point's `tokenizer` argument as a `Tokenizer`: a name read by `get_tokenizer`,
+    or a `Tokenizer` as it is."""
+    if isinstance(tokenizer, str):
+        return get_tokenizer(tokenizer)
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    raise wrong_type(
+        "tokenizer",
+        tokenizer,
+        "a model/encoding name or a Tokenizer",
+        "wrap a function in CallableTokenizer(fn, name=...)",
+    )
 
 
 @functools.cache
@@ -429,11 +452,15 @@ def tokenizer_from_file(
     digest. `normalization` is what the model's tokenizer applies first (Qwen: ``"NFC"``).
     Special-token text counts as ordinary text, as for every tokenizer here.
     """
+    if not isinstance(path, str | os.PathLike):
+        raise wrong_type("path", path, "a str or os.PathLike", "pass the vocabulary file's path")
+    for option, value in (("pattern", pattern), ("sha256", sha256), ("name", name)):
+        check_optional(option, value, str, "a str")
     file = Path(path)
     label = name or file.name
     try:
         raw = file.read_bytes()
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL byte in it
         raise TokenizerError(f"cannot read tokenizer file {str(file)!r}: {exc}") from exc
     if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256.lower():
         raise VocabularyError(

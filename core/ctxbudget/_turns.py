@@ -16,6 +16,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._allocate import allocate
+from ctxbudget._arguments import check_int, check_type
 from ctxbudget._budget import Allocation
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
 from ctxbudget._exact import render_exactly
@@ -24,9 +25,16 @@ from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Role, Turn, check_token_range, sequence_of
 from ctxbudget._otel import traced_entry
 from ctxbudget._report import Dropped, SummarySpan, nothing_in
-from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
+from ctxbudget._tokens import TokenCounter, Tokenizer, tokenizer_of
 
-__all__ = ["ToolCall", "TrimmedHistory", "message_text", "trim_turns", "trim_with"]
+__all__ = [
+    "ToolCall",
+    "TrimmedHistory",
+    "history_options",
+    "message_text",
+    "trim_turns",
+    "trim_with",
+]
 
 
 class ToolCall(NamedTuple):
@@ -119,26 +127,28 @@ def trim_turns(
     pays only in a session); for repeated calls prefer `ContextAssembler.trim_history`, which
     keeps token counts and summaries cached across requests.
     """
-    counter = TokenCounter(get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer)
+    options = history_options("options", options)
     return trim_with(
-        counter,
+        TokenCounter(tokenizer_of(tokenizer)),
         turns,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
-        options=_options(options).model_copy(update={"summary_headroom": 0}),
+        options=options.model_copy(update={"summary_headroom": 0}),
         summaries=SummaryCache(),
     )
 
 
-def _options(options: object) -> HistoryOptions:
+def history_options(name: str, options: object) -> HistoryOptions:
+    """An entry point's history options: `HistoryOptions()` for None, else checked."""
     if options is None:
         return HistoryOptions()
-    if not isinstance(options, HistoryOptions):
-        raise TypeError(
-            f"options must be a HistoryOptions, not {type(options).__name__}; build it with "
-            "HistoryOptions(keep_tool_results=..., summarize=..., ...)"
-        )
-    return options
+    return check_type(
+        name,
+        options,
+        HistoryOptions,
+        "a HistoryOptions",
+        "build it with HistoryOptions(keep_tool_results=..., summarize=..., ...)",
+    )
 
 
 def trim_with(
@@ -154,7 +164,8 @@ def trim_with(
     """`trim_turns` with a given counter and summary cache (the assembler's, which outlive a
     call); `summarize` overrides `options.summarize` for this call."""
     turns = sequence_of("turns", turns, Turn)
-    max_tokens, min_tokens = check_token_range(max_tokens, min_tokens)
+    max_tokens = check_int("max_tokens", max_tokens)
+    max_tokens, min_tokens = check_token_range(max_tokens, check_int("min_tokens", min_tokens))
     allocation = Allocation("history", min=min_tokens, max=max_tokens, priority=1)
     claim = HistoryClaim(
         allocation,

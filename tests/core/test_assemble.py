@@ -475,7 +475,7 @@ def test_ten_thousand_chunks_stay_within_budget_and_are_all_accounted_for(
         ({"history": [Turn(role="user", content="  ")]}, r"every history turn is blank"),
         ({"question": ""}, r"question must be a non-empty str"),
         ({"question": "   "}, r"question must be a non-empty str"),
-        ({"question": "ok", "system": 3}, r"system must be a str or None, but got int"),
+        ({"question": "ok", "system": 3}, r"system must be a str or None, not int"),
         ({"question": "ok", "chunks": "text"}, r"chunks must be a sequence of Chunk, but got str"),
         (
             {"question": "ok", "chunks": [{"id": "a", "content": "x"}]},

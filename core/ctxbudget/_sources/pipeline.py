@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ctxbudget._allocate import allocate
+from ctxbudget._arguments import check_int, check_optional, check_type
 from ctxbudget._budget import Allocation
 from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._exact import render_exactly
@@ -35,7 +36,7 @@ from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoade
 from ctxbudget._sources.permit import AccessPolicy, check_principal, permit
 from ctxbudget._sources.relevance import relevant
 from ctxbudget._sources.render import RenderOptions
-from ctxbudget._tokens import TokenCounter, Tokenizer, get_tokenizer
+from ctxbudget._tokens import TokenCounter, Tokenizer, tokenizer_of
 
 __all__ = [
     "FenceMode",
@@ -46,6 +47,7 @@ __all__ = [
     "require_sent",
     "retrieved_claim",
     "select_sources",
+    "source_options",
     "sources_of",
 ]
 
@@ -144,6 +146,19 @@ class Selection(DeferredDropped, BaseModel):
         """Each source inside a fence of its own (what a framework node should carry when
         fence='per_source': whatever reorders or filters them, each stays fenced)."""
         return tuple(self.fence_open + s.text + self.fence_close for s in self.sources)
+
+
+def source_options(name: str, options: object) -> SourceOptions:
+    """An entry point's source options: `SourceOptions()` for None, else checked."""
+    if options is None:
+        return SourceOptions()
+    return check_type(
+        name,
+        options,
+        SourceOptions,
+        "a SourceOptions",
+        "build it with SourceOptions(order=..., dedup=..., ...)",
+    )
 
 
 def check_chunks(chunks: object) -> list[Chunk]:
@@ -301,14 +316,14 @@ def select_sources(
         fence: "per_source" puts each source in a fence of its own (`framed_sources`), for
             a framework that passes sources on separately; the budget counts every fence.
     """
-    counter = TokenCounter(get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer)
+    options = source_options("options", options)
     return select_with(
-        counter,
+        TokenCounter(tokenizer_of(tokenizer)),
         chunks,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
         principal=principal,
-        options=SourceOptions() if options is None else options,
+        options=options,
         now=now,
         fence=fence,
     )
@@ -326,9 +341,11 @@ def select_with(
     fence: FenceMode = "block",
 ) -> Selection:
     """`select_sources` with a given counter (the assembler's, whose cache outlives a call)."""
+    check_optional("now", now, datetime, "a datetime", "e.g. datetime.now(UTC)")
     if fence not in ("block", "per_source"):
         raise InputError(f"fence must be 'block' or 'per_source', but got {fence!r}")
-    max_tokens, min_tokens = check_token_range(max_tokens, min_tokens)
+    max_tokens = check_int("max_tokens", max_tokens)
+    max_tokens, min_tokens = check_token_range(max_tokens, check_int("min_tokens", min_tokens))
     allocation = Allocation("retrieved", min=min_tokens, max=max_tokens, priority=1)
     claim, ruled_out = retrieved_claim(
         allocation,
