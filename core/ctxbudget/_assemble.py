@@ -279,6 +279,7 @@ class ContextAssembler:
         (its max, capped by what the budget has available, and its min); `fence` as in
         `select_sources`.
         """
+        self._refuse_part("select_sources")
         max_tokens, min_tokens = self._range("retrieved", max_tokens, min_tokens)
         return select_with(
             self.counter,
@@ -307,6 +308,7 @@ class ContextAssembler:
         `max_tokens` and `min_tokens` default to the budget's `history` allocation;
         `summarize` as in `assemble`.
         """
+        self._refuse_part("trim_history")
         max_tokens, min_tokens = self._range("history", max_tokens, min_tokens)
         return trim_with(
             self.counter,
@@ -317,6 +319,17 @@ class ContextAssembler:
             summaries=self._summaries,
             summarize=summarize,
         )
+
+    def _refuse_part(self, what: str) -> None:
+        """Fail closed where the provider count cannot run: it measures a whole request, and
+        `what` returns one part for a prompt the assembler never sees."""
+        if self.provider_count is not None:
+            raise InputError(
+                f"{what} returns one part of a prompt, which the provider count "
+                f"({self.provider_count.label}) cannot measure: it counts the whole request "
+                "that assemble() builds; call assemble(), or use an assembler without "
+                "provider_count for this part"
+            )
 
     def _range(
         self, name: Claimant, max_tokens: int | None, min_tokens: int | None

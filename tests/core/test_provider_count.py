@@ -34,6 +34,7 @@ from ctxbudget import (
     ContextAssembler,
     ContextBudgetError,
     GeminiCount,
+    InputError,
     ProviderCount,
     ProviderCountError,
     Tool,
@@ -679,3 +680,19 @@ def test_gemini_style_names_the_assistant_model() -> None:
 
     assert [c["role"] for c in prompt["contents"]] == ["user", "model", "user"]
     assert prompt["config"]["system_instruction"]["parts"][0]["text"].startswith("Answer from")
+
+
+PARTS: dict[str, Callable[[ContextAssembler], object]] = {
+    "select_sources": lambda a: a.select_sources(chunks(3)),
+    "trim_history": lambda a: a.trim_history([Turn(role="user", content="Hi")]),
+}
+
+
+@pytest.mark.parametrize("part", sorted(PARTS))
+def test_part_of_a_prompt_with_a_provider_count_is_refused(part: str) -> None:
+    # The count measures the whole request; a part is sent inside a prompt it never sees.
+    server = AnthropicServer()
+    counted = assembler(AnthropicCount(server.client(), model=MODEL))
+    with pytest.raises(InputError, match=rf"^{part} returns one part of a prompt, which the"):
+        PARTS[part](counted)
+    assert server.bodies == []

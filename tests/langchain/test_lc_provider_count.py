@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,7 +18,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import Runnable, RunnablePassthrough
 
 from ctxbudget import Allocation, AnthropicCount, Budget, ContextAssembler, InputError
-from langchain_ctxbudget import ContextBudgetRunnable
+from langchain_ctxbudget import (
+    ContextBudgetCompressor,
+    ContextBudgetRunnable,
+    ContextBudgetTransformer,
+)
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
 from tests.core.test_provider_count import AHTTP, AnthropicServer
 from tests.langchain.agent_oracle import anthropic_prompt
@@ -239,4 +244,20 @@ def test_runnable_refuses_a_provider_count_with_tool_turns_in_the_history() -> N
         InputError, match=r"ContextBudgetRunnable cannot use the provider count .* tool blocks"
     ):
         ctx.invoke({"question": "And order 18?", "history": history})
+    assert server.bodies == []
+
+
+COMPONENTS: dict[str, Callable[[ContextAssembler], object]] = {
+    "transformer": lambda a: ContextBudgetTransformer(a).transform_documents(documents(3)),
+    "compressor": lambda a: ContextBudgetCompressor(assembler=a).compress_documents(
+        documents(3), "Why?"
+    ),
+}
+
+
+@pytest.mark.parametrize("component", sorted(COMPONENTS))
+def test_document_components_refuse_a_provider_count(component: str) -> None:
+    server = AnthropicServer(provider_tokens)
+    with pytest.raises(InputError, match=r"select_sources returns one part of a prompt"):
+        COMPONENTS[component](assembler(server))
     assert server.bodies == []
