@@ -22,7 +22,7 @@ from typing import Any, Final, TypeVar
 from ctxbudget._errors import InputError
 from ctxbudget._ingest import DIGEST_KEY, TOKENIZER_KEY, TOKENS_KEY, _digest, ingest_metadata
 from ctxbudget._scan import scan_for_instructions
-from ctxbudget._tokens import TiktokenTokenizer, Tokenizer, get_tokenizer
+from ctxbudget._tokens import TiktokenTokenizer, Tokenizer, tokenizer_of
 
 __all__ = [
     "INGEST_BATCH_COLUMNS",
@@ -120,7 +120,7 @@ def ingest_batch(
     >>> ingest_batch({"text": ["Refunds take 14 days."]}, tokenizer="gpt-4o")["ctxbudget_tokens"]
     [7]
     """
-    tokenizer = _tokenizer(tokenizer)
+    tokenizer = tokenizer_of(tokenizer)
 
     def count(texts: Sequence[object]) -> dict[str, list[Any]]:
         return ingest_columns(
@@ -182,7 +182,7 @@ class IngestBatch:
         if num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, but got {num_threads}")
         self._given = tokenizer
-        self.tokenizer = _tokenizer(tokenizer)
+        self.tokenizer = tokenizer_of(tokenizer)
         self.text_column = text_column
         self.scan = scan
         self.num_threads = num_threads
@@ -226,17 +226,6 @@ class IngestBatch:
 
     def __repr__(self) -> str:
         return f"IngestBatch({self.tokenizer.name!r}, text_column={self.text_column!r})"
-
-
-def _tokenizer(tokenizer: object) -> Tokenizer:
-    if isinstance(tokenizer, str):
-        return get_tokenizer(tokenizer)
-    if not isinstance(tokenizer, Tokenizer):
-        raise TypeError(
-            f"tokenizer must be a model/encoding name or a Tokenizer, not "
-            f"{type(tokenizer).__name__}; wrap a function in CallableTokenizer(fn, name=...)"
-        )
-    return tokenizer
 
 
 def _series(pandas: Any, name: str, values: list[Any], index: Any) -> Any:
