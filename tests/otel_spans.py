@@ -34,3 +34,17 @@ def recorded_spans() -> Iterator[InMemorySpanExporter]:
     finally:
         provider.shutdown()
         trace._TRACER_PROVIDER_SET_ONCE, trace._TRACER_PROVIDER = saved
+
+
+@contextmanager
+def tracer_provider_restored() -> Iterator[None]:
+    """Whatever sets the global tracer provider inside the block (a README example) is
+    undone after it, so the rest of the suite runs with no provider."""
+    saved = (trace._TRACER_PROVIDER_SET_ONCE, trace._TRACER_PROVIDER)
+    try:
+        yield
+    finally:
+        provider = trace._TRACER_PROVIDER
+        if provider is not saved[1] and isinstance(provider, TracerProvider):
+            provider.shutdown()
+        trace._TRACER_PROVIDER_SET_ONCE, trace._TRACER_PROVIDER = saved

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ctxbudget import Budget, ContextAssembler
+from tests.otel_spans import tracer_provider_restored
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 _BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -32,11 +33,14 @@ def test_readme_has_python_blocks() -> None:
 def test_every_python_block_runs_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "readme"}
-    for index, body in enumerate(blocks("python")):
-        try:
-            exec(compile(body, f"README.md python block {index + 1}", "exec"), namespace)
-        except Exception as exc:  # pragma: no cover - the message is the point
-            pytest.fail(f"README python block {index + 1} failed: {exc!r}\n{body}")
+    # The tracing example sets the process's tracer provider: undone after, so the tests
+    # that run later in this process record no spans.
+    with tracer_provider_restored():
+        for index, body in enumerate(blocks("python")):
+            try:
+                exec(compile(body, f"README.md python block {index + 1}", "exec"), namespace)
+            except Exception as exc:  # pragma: no cover - the message is the point
+                pytest.fail(f"README python block {index + 1} failed: {exc!r}\n{body}")
 
 
 def _check_budget(data: object) -> None:
