@@ -62,3 +62,19 @@ def test_eval_plot_without_matplotlib_fails_in_one_line_before_running(
         "(or leave out --plot)\n"
     )
     assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize("option", ["--csv", "--plot"])
+def test_eval_output_into_a_missing_folder_fails_in_one_line_before_running(
+    option: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    runs: list[object] = []
+    monkeypatch.setattr(eval_cli, "position_sensitivity", lambda *args, **kw: runs.append(args))
+    target = tmp_path / "missing" / "out.file"
+
+    status = main(["eval", "position", "--simulate", option, str(target)])
+
+    captured = capsys.readouterr()
+    assert (status, captured.out, runs) == (1, "", [])
+    assert captured.err.startswith(f"ctxbudget eval: cannot write {str(target)!r}: the folder")
+    assert captured.err.count("\n") == 1

@@ -39,15 +39,20 @@ def cli_main(argv: Sequence[str] | None = None, *, prog: str = "ctxbudget eval")
     try:
         if args.plot is not None:
             _check_plot()
+        _check_outputs(args.csv, args.plot)
         result = _run(args)
     except (CtxBudgetError, OSError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
     print(result.to_json() if args.json else result)
-    if args.csv is not None:
-        result.to_csv(args.csv)
-    if args.plot is not None:
-        result.plot(args.plot)
+    try:
+        if args.csv is not None:
+            result.to_csv(args.csv)
+        if args.plot is not None:
+            result.plot(args.plot)
+    except OSError as exc:
+        print(f"{prog}: the table above could not be written: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -89,6 +94,17 @@ def _check_plot() -> None:
         raise EvalError(
             "--plot needs matplotlib: pip install 'ctxbudget[plot]' (or leave out --plot)"
         ) from None
+
+
+def _check_outputs(*paths: Path | None) -> None:
+    """Refuse --csv or --plot into a folder that does not exist before the experiment runs,
+    rather than after its calls were paid for."""
+    for path in paths:
+        if path is not None and not path.resolve().parent.is_dir():
+            raise EvalError(
+                f"cannot write {str(path)!r}: the folder {str(path.resolve().parent)!r} does not "
+                "exist; create it or name a file in an existing folder"
+            )
 
 
 def _run(args: argparse.Namespace) -> Result:
