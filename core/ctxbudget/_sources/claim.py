@@ -10,6 +10,7 @@ document whole in place of its chunks.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
@@ -18,7 +19,14 @@ from weakref import WeakKeyDictionary
 
 from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
-from ctxbudget._fence import datamark, fence_frame, fence_notice, neutralise, removable_bytes
+from ctxbudget._fence import (
+    SourceFormat,
+    datamark,
+    fence_frame,
+    fence_notice,
+    neutralise,
+    removable_bytes,
+)
 from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._joins import Counted, Piece
 from ctxbudget._layout import SECTION_SEPARATOR, Frame
@@ -62,6 +70,18 @@ def _around(n: int, chunk: Chunk, content: str, options: RenderOptions) -> tuple
     marked = render_source(n, chunk, _MARK, options)
     cut = marked.rindex(_MARK)
     return marked[:cut], content, marked[cut + 1 :]
+
+
+@functools.cache
+def _shown_text(fmt: SourceFormat, datamarked: bool) -> Callable[[str], str]:
+    """A chunk's text as the fence shows it, one function per format and datamarking: the
+    counter remembers its results by the function and the text."""
+
+    def show(text: str) -> str:
+        shown = neutralise(text, fmt=fmt)
+        return datamark(shown) if datamarked else shown
+
+    return show
 
 
 def rank(chunks: Sequence[Chunk]) -> list[Chunk]:
@@ -326,10 +346,9 @@ class RetrievedClaim(ListClaim[Chunk]):
         key = (chunk.id, self.is_document(chunk))
         cached = self._shown.get(key)
         if cached is None:
-            cached = neutralise(chunk.content, fmt=self.settings.render.fmt)
-            if self.settings.datamark:
-                cached = datamark(cached)
-            self._shown[key] = cached
+            # By text across requests: a chat's next turn retrieves the same texts anew.
+            show = _shown_text(self.settings.render.fmt, self.settings.datamark)
+            cached = self._shown[key] = self._counter.rewritten(chunk.content, show)
         return cached
 
     def _ingest_count(self, chunk: Chunk, content: str) -> int | None:

@@ -56,25 +56,46 @@ def _stale_since(chunk: Chunk, options: RenderOptions) -> str | None:
     return updated.date().isoformat()
 
 
-def _section(chunk: Chunk, fmt: SourceFormat) -> str:
-    path = [_clean(h, fmt) for h in chunk.heading_path if h.strip()]
-    if path and chunk.title and path[0] == _clean(chunk.title, fmt):
+def _section(heading_path: tuple[str, ...], title: str | None, fmt: SourceFormat) -> str:
+    path = [_clean(h, fmt) for h in heading_path if h.strip()]
+    if path and title and path[0] == _clean(title, fmt):
         path = path[1:]  # "Returns policy — Returns policy > EU" repeats itself
     return " > ".join(path)
 
 
 def header(n: int, chunk: Chunk, options: RenderOptions) -> str:
     """The header of source `n` (markdown: one line; XML: the opening tag)."""
-    fmt = options.fmt
-    title = _clean(chunk.title, fmt) if chunk.title else ""
-    section = _section(chunk, fmt)
     effective = (
         chunk.effective_date.isoformat()
         if options.effective_dates and chunk.effective_date is not None
         else None
     )
-    stale = _stale_since(chunk, options)
-    warning = "; ".join(_clean(w, fmt) for w in chunk.parse_warnings if w.strip())
+    return _header(
+        n,
+        chunk.title,
+        chunk.heading_path,
+        chunk.parse_warnings,
+        effective,
+        _stale_since(chunk, options),
+        options.fmt,
+    )
+
+
+@functools.lru_cache(maxsize=4_096)
+def _header(
+    n: int,
+    title_field: str | None,
+    heading_path: tuple[str, ...],
+    parse_warnings: tuple[str, ...],
+    effective: str | None,
+    stale: str | None,
+    fmt: SourceFormat,
+) -> str:
+    # By the shown fields' text: a follow-up's new Chunk objects, and every chunk of one
+    # document at one number, render the same header (costing renders each several times).
+    title = _clean(title_field, fmt) if title_field else ""
+    section = _section(heading_path, title_field, fmt)
+    warning = "; ".join(_clean(w, fmt) for w in parse_warnings if w.strip())
     if fmt == "xml":
         attributes = [("index", str(n)), ("title", title), ("section", section)]
         attributes += [("effective", effective or ""), ("updated", stale or "")]
