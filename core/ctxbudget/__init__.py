@@ -24,7 +24,7 @@ from ctxbudget._errors import (
 )
 from ctxbudget._estimates import EstimateTokenizer
 from ctxbudget._exact import MAX_PROVIDER_COUNTS
-from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_section
+from ctxbudget._fence import SourceFormat, fence_rule
 from ctxbudget._filters import (
     ACCESS_KEY,
     AllOf,
@@ -48,6 +48,7 @@ from ctxbudget._ingest_batch import (
 )
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._models import ModelInfo, resolve_model
+from ctxbudget._neutralise import neutralise, neutralise_section
 from ctxbudget._otel import span_attributes, traced
 from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
 from ctxbudget._provider import (

@@ -26,12 +26,10 @@ from ctxbudget._fence import (
     fence_frame,
     fence_notice,
     fence_rule,
-    is_blank,
-    neutralise,
-    neutralise_section,
-    removable_bytes,
 )
 from ctxbudget._layout import FRAME_TAGS
+from ctxbudget._neutralise import neutralise, neutralise_section
+from ctxbudget._normalised import is_blank, removable_bytes
 from tests.factories import (
     DOCUMENT_TAG,
     INST,

@@ -19,7 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget._confusables import LETTER_READINGS, LOOK_ALIKES
-from ctxbudget._fence import _changed, _view_text, neutralise, neutralise_section
+from ctxbudget._neutralise import neutralise, neutralise_section
+from ctxbudget._normalised import _changed, _view_text
 
 # --- the fuzzer's frames, verbatim ----------------------------------------------------------
 
