@@ -1,6 +1,7 @@
 # Look-alike characters are the subject of these tests.
 # ruff: noqa: RUF001
-"""The fast path of neutralising (core/ctxbudget/_fence.py) against the straightforward one.
+"""The fast path of neutralising (core/ctxbudget/_neutralise.py, on the view of
+core/ctxbudget/_normalised.py) against the straightforward one.
 
 Neutralising used to build the normalised view by a regex pass over the text and run every
 pattern over all of it; it now finds the characters the view changes with an encode and a
