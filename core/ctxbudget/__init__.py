@@ -10,9 +10,10 @@ from importlib import metadata as _metadata
 
 from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
-from ctxbudget._budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
+from ctxbudget._budget import CONTEXT_WINDOWS, Allocation, Budget
 from ctxbudget._cache_monitor import CacheMonitor, CacheUsage, cache_usage
 from ctxbudget._citations import CitationCheck, check_numbered
+from ctxbudget._claimants import CLAIMANTS, Claimant
 from ctxbudget._conversation import HistoryOptions
 from ctxbudget._errors import (
     BudgetError,

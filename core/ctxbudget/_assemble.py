@@ -11,7 +11,8 @@ from typing import Any
 
 from ctxbudget._allocate import Allocated, allocate
 from ctxbudget._arguments import check_int, check_optional, check_type, wrong_type
-from ctxbudget._budget import Budget, Claimant
+from ctxbudget._budget import Budget
+from ctxbudget._claimants import Claimant
 from ctxbudget._claims import ListClaim, text_claim
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
 from ctxbudget._errors import ContextBudgetError, InputError
