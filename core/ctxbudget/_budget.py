@@ -3,7 +3,8 @@
 Budgets load from JSON/TOML/YAML and are checked up front, so a floor that can never
 fit is a configuration error at startup rather than a failure on some unlucky request.
 `Budget.from_file` and `Budget.parse` report a bad budget as one sentence that names
-the place to fix in the file's own syntax (``[allocations.retrieved] min``).
+the place to fix in the file's own syntax (``[allocations.retrieved] min``), written by
+`_budget_messages.py`.
 """
 
 from __future__ import annotations
