@@ -8,7 +8,7 @@ core/ctxbudget/_confusables.py (look-alikes of ASCII characters, the letters of 
 scripts read as Latin ones, warning signs). The invisible and
 space tables unite the newest Unicode database at hand (unicodedata2) with the
 generating interpreter's, so a table made on Python 3.11 still lists what 3.13 knows.
-tests/core/test_fence.py regenerates them in memory and compares them with the
+tests/core/test_normalised.py regenerates them in memory and compares them with the
 committed modules, so none can drift from the data.
 """
 
@@ -403,7 +403,7 @@ def unicode_module(dbs: list[ModuleType]) -> str:
         "",
         "Each table unites the newest Unicode database at hand when it was generated",
         "(unicodedata2) with the generating interpreter's, so it also lists characters",
-        "that Python versions newer than the one running know. tests/core/test_fence.py",
+        "that Python versions newer than the one running know. tests/core/test_normalised.py",
         "regenerates the tables and checks them against the running interpreter.",
         '"""',
         "",

@@ -10,9 +10,10 @@ from importlib import metadata as _metadata
 
 from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
-from ctxbudget._budget import CLAIMANTS, CONTEXT_WINDOWS, Allocation, Budget, Claimant
+from ctxbudget._budget import CONTEXT_WINDOWS, Allocation, Budget
 from ctxbudget._cache_monitor import CacheMonitor, CacheUsage, cache_usage
 from ctxbudget._citations import CitationCheck, check_numbered
+from ctxbudget._claimants import CLAIMANTS, Claimant
 from ctxbudget._conversation import HistoryOptions
 from ctxbudget._errors import (
     BudgetError,
@@ -24,7 +25,7 @@ from ctxbudget._errors import (
 )
 from ctxbudget._estimates import EstimateTokenizer
 from ctxbudget._exact import MAX_PROVIDER_COUNTS
-from ctxbudget._fence import SourceFormat, fence_rule, neutralise, neutralise_section
+from ctxbudget._fence import SourceFormat, fence_rule
 from ctxbudget._filters import (
     ACCESS_KEY,
     AllOf,
@@ -48,6 +49,7 @@ from ctxbudget._ingest_batch import (
 )
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
 from ctxbudget._models import ModelInfo, resolve_model
+from ctxbudget._neutralise import neutralise, neutralise_section
 from ctxbudget._otel import span_attributes, traced
 from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
 from ctxbudget._provider import (

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ctxbudget._budget import Allocation, Claimant
+from ctxbudget._budget import Allocation
+from ctxbudget._claimants import Claimant
 from ctxbudget._errors import ContextBudgetError
 from ctxbudget._pack import Fit
 

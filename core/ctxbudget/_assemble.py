@@ -11,15 +11,17 @@ from typing import Any
 
 from ctxbudget._allocate import Allocated, allocate
 from ctxbudget._arguments import check_int, check_optional, check_type, wrong_type
-from ctxbudget._budget import Budget, Claimant
+from ctxbudget._budget import Budget
+from ctxbudget._claimants import Claimant
 from ctxbudget._claims import ListClaim, text_claim
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
 from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._exact import Rendered, render_exactly
-from ctxbudget._fence import fence_rule, neutralise_section
+from ctxbudget._fence import fence_rule
 from ctxbudget._history import Entry, HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
+from ctxbudget._neutralise import neutralise_section
 from ctxbudget._otel import traced_entry
 from ctxbudget._prefix import prefix_hash, volatile_parts
 from ctxbudget._provider import FinalCount, ProviderCount, count_with_provider

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
-from ctxbudget._budget import Claimant
+from ctxbudget._claimants import Claimant
 from ctxbudget._errors import InputError
 from ctxbudget._otel import add_event
 from ctxbudget._report import Report

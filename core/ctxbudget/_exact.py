@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ctxbudget._allocate import Allocated
-from ctxbudget._budget import Claimant
+from ctxbudget._claimants import Claimant
 from ctxbudget._claims import ListClaim
 from ctxbudget._errors import ContextBudgetError
 from ctxbudget._joins import Counted, Piece

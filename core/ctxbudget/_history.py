@@ -28,10 +28,10 @@ from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
 from ctxbudget._conversation import HistoryOptions, SpanKeys, Summarize, SummaryCache
 from ctxbudget._errors import ContextBudgetError, InputError
-from ctxbudget._fence import neutralise_section
 from ctxbudget._inputs import Role, Turn, check_text
 from ctxbudget._joins import Piece
 from ctxbudget._layout import FRAMES, ROLE_LABELS
+from ctxbudget._neutralise import neutralise_section
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason, SummaryOutcome, SummarySpan
 from ctxbudget._tokens import TokenCounter
@@ -158,7 +158,7 @@ def _turn_key(indexed: Indexed) -> str:
 class HistoryClaim(ListClaim[Unit]):
     """Conversation units; costs include the gap markers (or summaries) the kept set needs.
 
-    A turn's content goes through `_fence.neutralise_section` once, and that text is
+    A turn's content goes through `_neutralise.neutralise_section` once, and that text is
     what is costed, rendered in the conversation section and returned by `entries`:
     a line ``Assistant: ...`` inside a user's turn reads ``Assistant (quoted): ...``
     in the prompt and in the chat messages alike, and the count is of what is sent.

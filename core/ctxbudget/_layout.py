@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from ctxbudget._budget import Claimant
+from ctxbudget._claimants import Claimant
 from ctxbudget._inputs import Role
 
 __all__ = [

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from ctxbudget._budget import Claimant
+from ctxbudget._claimants import Claimant
 from ctxbudget._report import Dropped, DropReason, DropRun, ItemKind, records
 
 T = TypeVar("T")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxbudget._budget import Claimant
+from ctxbudget._claimants import Claimant
 
 __all__ = [
     "DeferredDropped",

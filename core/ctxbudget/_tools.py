@@ -1,7 +1,7 @@
 """The tools claimant: tool descriptions, dropped whole, least relevant first.
 
 Tool descriptions often come from MCP servers, that is from third parties: a tool is
-rendered through `_fence.neutralise_section`, so its text cannot close ``<tools>``,
+rendered through `_neutralise.neutralise_section`, so its text cannot close ``<tools>``,
 forge a turn or a source, or inject a ``System:`` line into the cached prefix.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
 from ctxbudget._errors import InputError
-from ctxbudget._fence import neutralise_section
 from ctxbudget._inputs import Tool
 from ctxbudget._layout import FRAMES
+from ctxbudget._neutralise import neutralise_section
 from ctxbudget._tokens import TokenCounter
 
 __all__ = ["render_tool", "tool_schema", "tools_claim"]

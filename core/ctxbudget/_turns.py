@@ -20,9 +20,9 @@ from ctxbudget._arguments import check_int, check_type
 from ctxbudget._budget import Allocation
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
 from ctxbudget._exact import render_exactly
-from ctxbudget._fence import neutralise_section
 from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Role, Turn, check_token_range, sequence_of
+from ctxbudget._neutralise import neutralise_section
 from ctxbudget._otel import traced_entry
 from ctxbudget._report import Dropped, SummarySpan, nothing_in
 from ctxbudget._tokens import TokenCounter, Tokenizer, tokenizer_of

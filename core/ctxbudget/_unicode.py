@@ -3,7 +3,7 @@ do not edit.
 
 Each table unites the newest Unicode database at hand when it was generated
 (unicodedata2) with the generating interpreter's, so it also lists characters
-that Python versions newer than the one running know. tests/core/test_fence.py
+that Python versions newer than the one running know. tests/core/test_normalised.py
 regenerates the tables and checks them against the running interpreter.
 """
 

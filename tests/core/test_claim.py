@@ -13,7 +13,7 @@ import pytest
 from hypothesis import event, example, given
 from hypothesis import strategies as st
 
-import ctxbudget._fence
+import ctxbudget._neutralise
 from ctxbudget import (
     Allocation,
     CallableTokenizer,
@@ -149,7 +149,7 @@ def test_select_oversize_hostile_chunk_dropped_without_neutralising(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[int] = []
-    real = ctxbudget._fence.neutralise
+    real = ctxbudget._neutralise.neutralise
 
     def spy(text: str, **options: Any) -> str:
         calls.append(len(text))
@@ -172,7 +172,7 @@ def test_select_oversize_hostile_chunk_dropped_without_neutralising(
 
 def test_select_oversize_document_not_neutralised(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    real = ctxbudget._fence.neutralise
+    real = ctxbudget._neutralise.neutralise
 
     def spy(text: str, **options: Any) -> str:
         calls.append(len(text))

@@ -1,7 +1,8 @@
 # Look-alike letters of other scripts are the subject of these tests.
 # ruff: noqa: RUF001, RUF003
 """Letters of other scripts read as Latin ones (LETTER_READINGS in
-core/ctxbudget/_confusables.py) and what the fence makes of them (core/ctxbudget/_fence.py).
+core/ctxbudget/_confusables.py) and what the neutralisers make of them
+(core/ctxbudget/_neutralise.py).
 
 README "Hostile content": the neutralisers match on a view in which every look-alike is
 folded to the ASCII character it is read as. UTS #39 pairs only characters of the same
@@ -19,7 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget._confusables import LETTER_READINGS, LOOK_ALIKES
-from ctxbudget._fence import _changed, _view_text, neutralise, neutralise_section
+from ctxbudget._neutralise import neutralise, neutralise_section
+from ctxbudget._normalised import _changed, _view_text
 
 # --- the fuzzer's frames, verbatim ----------------------------------------------------------
 

@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ctxbudget import Chunk
-from ctxbudget._fence import is_blank
+from ctxbudget._normalised import is_blank
 from ctxbudget._report import DropRun, records
 from ctxbudget._sources.relevance import relevance, relevant
 

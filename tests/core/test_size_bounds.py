@@ -7,7 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget import Allocation, Chunk, SourceOptions, TokenCounter, get_tokenizer
-from ctxbudget._fence import datamark, is_blank, neutralise
+from ctxbudget._fence import datamark
+from ctxbudget._neutralise import neutralise
+from ctxbudget._normalised import is_blank
 from ctxbudget._sources.pipeline import retrieved_claim
 
 O200K = get_tokenizer("o200k_base")

@@ -32,8 +32,9 @@ from ctxbudget import (
     Tool,
     Turn,
 )
-from ctxbudget._fence import DATAMARK, FENCE_CLOSE, FENCE_OPEN, datamark, fence_rule, neutralise
+from ctxbudget._fence import DATAMARK, FENCE_CLOSE, FENCE_OPEN, datamark, fence_rule
 from ctxbudget._layout import FRAME_TAGS
+from ctxbudget._neutralise import neutralise
 from ctxbudget._scan import flag_instructions
 from ctxbudget._sources.dedup import Dedup
 from tests.factories import (

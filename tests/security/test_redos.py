@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from ctxbudget import Allocation, Budget, CallableTokenizer, Chunk, ContextAssembler
-from ctxbudget._fence import is_blank, neutralise, neutralise_section, removable_bytes
+from ctxbudget._neutralise import neutralise, neutralise_section
+from ctxbudget._normalised import is_blank, removable_bytes
 from ctxbudget._scan import scan_for_instructions
 from tests.conftest import fake_count
 from tests.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times

@@ -19,17 +19,12 @@ from weakref import WeakKeyDictionary
 
 from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
-from ctxbudget._fence import (
-    SourceFormat,
-    datamark,
-    fence_frame,
-    fence_notice,
-    neutralise,
-    removable_bytes,
-)
+from ctxbudget._fence import SourceFormat, datamark, fence_frame, fence_notice
 from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._joins import Counted, Piece
 from ctxbudget._layout import SECTION_SEPARATOR, Frame
+from ctxbudget._neutralise import neutralise
+from ctxbudget._normalised import removable_bytes
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason, DropRun, records
 from ctxbudget._sources.arrange import Order, arrange

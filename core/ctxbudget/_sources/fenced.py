@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from typing import Final, NamedTuple, get_args
 
 from ctxbudget._errors import InputError
-from ctxbudget._fence import FENCE_OPEN, SourceFormat, fence_frame, fence_notice, neutralise
+from ctxbudget._fence import FENCE_OPEN, SourceFormat, fence_frame, fence_notice
 from ctxbudget._layout import SECTION_SEPARATOR
+from ctxbudget._neutralise import neutralise
 from ctxbudget._sources.conflicts import ConflictPolicy, conflict_instruction
 
 __all__ = [

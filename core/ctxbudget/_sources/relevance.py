@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from itertools import groupby
 from operator import itemgetter
 
-from ctxbudget._fence import is_blank
 from ctxbudget._inputs import Chunk
+from ctxbudget._normalised import is_blank
 from ctxbudget._report import Dropped, DropReason, DropRun
 
 __all__ = ["relevance", "relevant"]

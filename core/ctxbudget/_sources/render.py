@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from ctxbudget._fence import SourceFormat, neutralise, neutralise_field, neutralise_header
+from ctxbudget._fence import SourceFormat
 from ctxbudget._inputs import Chunk
+from ctxbudget._neutralise import neutralise, neutralise_field, neutralise_header
 
 __all__ = ["RenderOptions", "header", "render_source"]
 

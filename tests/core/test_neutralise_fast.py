@@ -1,6 +1,7 @@
 # Look-alike characters are the subject of these tests.
 # ruff: noqa: RUF001
-"""The fast path of neutralising (core/ctxbudget/_fence.py) against the straightforward one.
+"""The fast path of neutralising (core/ctxbudget/_neutralise.py, on the view of
+core/ctxbudget/_normalised.py) against the straightforward one.
 
 Neutralising used to build the normalised view by a regex pass over the text and run every
 pattern over all of it; it now finds the characters the view changes with an encode and a
@@ -25,10 +26,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ctxbudget._confusables import LETTER_READINGS, LOOK_ALIKES
-from ctxbudget._fence import (
+from ctxbudget._fence import FENCE_TAG
+from ctxbudget._fence import SourceFormat as Format
+from ctxbudget._layout import FRAME_TAGS
+from ctxbudget._neutralise import (
     _BMP_SELECTORS,
     _DECORATION,
-    _FEW_CHANGED,
     _FIELD_RULES,
     _HEADER,
     _INST,
@@ -40,26 +43,26 @@ from ctxbudget._fence import (
     _SMUGGLER_LEAD,
     _SOURCE_RULES,
     _SPECIAL_TOKEN,
-    FENCE_TAG,
     _bracketed,
-    _changed,
-    _class,
     _escaped,
     _marker,
     _quoted,
     _Rule,
     _Rules,
-    _tables,
     _tags,
+    neutralise,
+    neutralise_section,
+)
+from ctxbudget._normalised import (
+    _FEW_CHANGED,
+    _changed,
+    _class,
+    _tables,
     _unusual,
     _View,
     _view_text,
     is_blank,
-    neutralise,
-    neutralise_section,
 )
-from ctxbudget._fence import SourceFormat as Format
-from ctxbudget._layout import FRAME_TAGS
 from tests.factories import TAG_A, VS17, smuggled
 
 Test = TypeVar("Test", bound=Callable[..., None])
