@@ -499,8 +499,8 @@ def test_mostly_shared_postings_verdicts_equal_pairwise_through_truncation(
     # take the one-lookup-per-shingle path; `patterns` truncates what it built.
     monkeypatch.setattr(dedup_module, "_PAIRWISE", 0)
     rng = random.Random(22)
-    base = prose(rng, 120, 5_000)
-    chunks = [Chunk(id=f"s{i}", content=" ".join(edit(rng, base, 4))) for i in range(40)]
+    base = prose(rng, 400, 5_000)
+    chunks = [Chunk(id=f"s{i}", content=" ".join(edit(rng, base, 1))) for i in range(40)]
     dedup = Deduplicator(Dedup())
     dedup.duplicates(chunks[-1], chunks[:-1])
     assert len(dedup._texts._many) > len(dedup._texts._one) > 0
