@@ -94,7 +94,7 @@ from ctxbudget._sources.fenced import (
 )
 from ctxbudget._sources.permit import AccessPolicy, permitted
 from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
-from ctxbudget._textcache import ShingleCache
+from ctxbudget._textcache import ShingleCache, TextCache
 from ctxbudget._tokens import (
     CallableTokenizer,
     CountMethod,
@@ -192,6 +192,7 @@ __all__ = [
     "SourceFormat",
     "SourceOptions",
     "SummarySpan",
+    "TextCache",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import TYPE_CHECKING, Final
+from weakref import WeakKeyDictionary
 
 from ctxbudget._fence import SourceFormat, neutralise, neutralise_field, neutralise_header
 from ctxbudget._inputs import Chunk
+from ctxbudget._textcache import TextCache
 
-__all__ = ["RenderOptions", "header", "render_source"]
+if TYPE_CHECKING:
+    from ctxbudget._tokens import TokenCounter
+
+__all__ = ["HeaderCache", "HeaderKey", "RenderOptions", "header", "header_cache", "render_source"]
 
 _SPACES: Final = re.compile(r"\s+")
 
@@ -63,14 +69,41 @@ def _section(heading_path: tuple[str, ...], title: str | None, fmt: SourceFormat
     return " > ".join(path)
 
 
-def header(n: int, chunk: Chunk, options: RenderOptions) -> str:
-    """The header of source `n` (markdown: one line; XML: the opening tag)."""
+HeaderKey = tuple[
+    int, str | None, tuple[str, ...], tuple[str, ...], str | None, str | None, SourceFormat
+]
+"""What a header shows: its number, title, heading path, parse warnings, effective date,
+staleness date and format."""
+HeaderCache = TextCache[HeaderKey, str]
+"""Source headers by their number and the text of the fields they show (`header_cache`)."""
+
+_HEADERS: WeakKeyDictionary[TokenCounter, HeaderCache] = WeakKeyDictionary()
+_LOCK: Final = threading.Lock()
+
+
+def header_cache(counter: TokenCounter) -> HeaderCache:
+    """The source headers of an assembler's token `counter`, as many at most as it counts
+    texts; made on first use and gone with it."""
+    with _LOCK:
+        cache = _HEADERS.get(counter)
+        if cache is None:
+            cache = _HEADERS[counter] = TextCache(maxsize=counter.maxsize)
+        return cache
+
+
+def header(
+    n: int, chunk: Chunk, options: RenderOptions, *, cache: HeaderCache | None = None
+) -> str:
+    """The header of source `n` (markdown: one line; XML: the opening tag), from `cache`
+    when one with the same number and shown fields was rendered before: a follow-up's new
+    Chunk objects, and every chunk of one document at one number, render the same header
+    (costing renders each several times)."""
     effective = (
         chunk.effective_date.isoformat()
         if options.effective_dates and chunk.effective_date is not None
         else None
     )
-    return _header(
+    fields: HeaderKey = (
         n,
         chunk.title,
         chunk.heading_path,
@@ -79,9 +112,11 @@ def header(n: int, chunk: Chunk, options: RenderOptions) -> str:
         _stale_since(chunk, options),
         options.fmt,
     )
+    if cache is None:
+        return _header(*fields)
+    return cache.get(fields, lambda: _header(*fields))
 
 
-@functools.lru_cache(maxsize=4_096)
 def _header(
     n: int,
     title_field: str | None,
@@ -91,8 +126,6 @@ def _header(
     stale: str | None,
     fmt: SourceFormat,
 ) -> str:
-    # By the shown fields' text: a follow-up's new Chunk objects, and every chunk of one
-    # document at one number, render the same header (costing renders each several times).
     title = _clean(title_field, fmt) if title_field else ""
     section = _section(heading_path, title_field, fmt)
     warning = "; ".join(_clean(w, fmt) for w in parse_warnings if w.strip())
@@ -125,11 +158,14 @@ def _joined(rest: str) -> str:
     return neutralise_header(rest)
 
 
-def render_source(n: int, chunk: Chunk, content: str, options: RenderOptions) -> str:
-    """Source `n` as the model reads it; `content` is the chunk's neutralised text."""
+def render_source(
+    n: int, chunk: Chunk, content: str, options: RenderOptions, *, cache: HeaderCache | None = None
+) -> str:
+    """Source `n` as the model reads it; `content` is the chunk's neutralised text; `cache`
+    as for `header`."""
     if options.fmt == "xml":
-        return f"{header(n, chunk, options)}\n{content}\n</document>"
-    return f"{header(n, chunk, options)}\n{content}"
+        return f"{header(n, chunk, options, cache=cache)}\n{content}\n</document>"
+    return f"{header(n, chunk, options, cache=cache)}\n{content}"
 
 
 # The fullwidth quotation mark too: a reader takes it for the quote that ends a value.
