@@ -18,7 +18,7 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 if TYPE_CHECKING:
@@ -150,6 +150,10 @@ class ShingleCache:
             self._weight = 0
 
 
+_MISSING: Final = object()
+"""What `TextCache.get` finds for a key it does not hold (a held value may be None)."""
+
+
 class TextCache(Generic[K, V]):
     """A bounded LRU of values computed from text alone, keyed by the text (or its digest);
     thread-safe. Reported like the count cache: `len()`, `.calls`, `.maxsize`.
@@ -180,9 +184,10 @@ class TextCache(Generic[K, V]):
         """The value held for `key`, else `compute()`, held from then on (the least recently
         used entry goes past `maxsize`)."""
         with self._lock:
-            if key in self._entries:
+            held = self._entries.get(key, _MISSING)
+            if held is not _MISSING:
                 self._entries.move_to_end(key)
-                return self._entries[key]
+                return cast("V", held)
         value = compute()
         with self._lock:
             self.calls += 1
