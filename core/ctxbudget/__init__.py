@@ -94,6 +94,7 @@ from ctxbudget._sources.fenced import (
 )
 from ctxbudget._sources.permit import AccessPolicy, permitted
 from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
+from ctxbudget._sources.render import HeaderCache
 from ctxbudget._textcache import ShingleCache, TextCache
 from ctxbudget._tokens import (
     CallableTokenizer,
@@ -163,6 +164,7 @@ __all__ = [
     "GeminiCount",
     "GeminiFunction",
     "GeminiPrompt",
+    "HeaderCache",
     "HistoryOptions",
     "HuggingFaceTokenizer",
     "IngestBatch",

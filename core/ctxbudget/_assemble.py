@@ -38,7 +38,7 @@ from ctxbudget._sources.pipeline import (
     source_options,
     sources_of,
 )
-from ctxbudget._sources.render import header_cache
+from ctxbudget._sources.render import HeaderCache, header_cache
 from ctxbudget._textcache import ShingleCache, TextCache, shingle_cache
 from ctxbudget._tokens import (
     TokenCounter,
@@ -147,7 +147,7 @@ class ContextAssembler:
         return self.counter.rewrites
 
     @property
-    def header_cache(self) -> TextCache[Any, str]:
+    def header_cache(self) -> HeaderCache:
         """The source headers this assembler remembers across requests by their number and
         the text of the fields they show, at most `cache_size`: `.calls` counts the headers
         rendered."""
