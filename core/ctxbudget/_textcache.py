@@ -8,8 +8,8 @@ plus the text's length in 64-character units, so that a long text with few words
 counts): one chunk's windows take ~25 KB, so the default 262,144 is about 20 MB at most.
 The text test's verdict on a pair of cached texts is remembered too, by the entries'
 serial numbers, so the next turn compares the same pairs at the cost of a lookup.
-A `TextCache` holds what else is a function of text alone (neutralised texts, source
-headers), as bounded, and reported the same way.
+A `TextCache` holds what else is a function of text alone (the neutralised texts), as
+bounded, and reported the same way.
 """
 
 from __future__ import annotations
