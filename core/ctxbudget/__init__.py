@@ -96,7 +96,8 @@ from ctxbudget._sources.fenced import (
 )
 from ctxbudget._sources.permit import AccessPolicy, permitted
 from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
-from ctxbudget._textcache import ShingleCache
+from ctxbudget._sources.render import HeaderCache
+from ctxbudget._textcache import ShingleCache, TextCache
 from ctxbudget._tokens import (
     CallableTokenizer,
     CountMethod,
@@ -165,6 +166,7 @@ __all__ = [
     "GeminiCount",
     "GeminiFunction",
     "GeminiPrompt",
+    "HeaderCache",
     "HistoryOptions",
     "HuggingFaceTokenizer",
     "IngestBatch",
@@ -194,6 +196,7 @@ __all__ = [
     "SourceFormat",
     "SourceOptions",
     "SummarySpan",
+    "TextCache",
     "TiktokenTokenizer",
     "TokenCounter",
     "Tokenizer",

@@ -40,7 +40,8 @@ from ctxbudget._sources.pipeline import (
     source_options,
     sources_of,
 )
-from ctxbudget._textcache import ShingleCache, shingle_cache
+from ctxbudget._sources.render import HeaderCache, header_cache
+from ctxbudget._textcache import ShingleCache, TextCache, shingle_cache
 from ctxbudget._tokens import (
     TokenCounter,
     Tokenizer,
@@ -90,8 +91,9 @@ class ContextAssembler:
             fence_rule: append the untrusted-data rule to the system prompt.
             native_tools: keep tools out of the text, for the provider's tools parameter
                 (`Assembled.tool_schemas`); their schemas still count against the budget.
-            cache_size: how many texts' token counts (and history summaries, and chunk
-                texts' 5-word windows: `shingle_cache`) to remember across requests.
+            cache_size: how many texts' token counts (and history summaries, chunk texts'
+                5-word windows, neutralised texts and source headers: `shingle_cache`,
+                `rewrite_cache`, `header_cache`) to remember across requests.
             provider_count: the provider's own count as the final check, one synchronous
                 call per assembly (`AnthropicCount`, `BedrockCount`, `GeminiCount`; README
                 "Counting other models"); it goes with the model, as the tokenizer does.
@@ -138,6 +140,20 @@ class ContextAssembler:
         `cache_size` texts: `.calls` counts the texts shingled, as `counter.calls` counts
         the texts tokenized."""
         return shingle_cache(self.counter)
+
+    @property
+    def rewrite_cache(self) -> TextCache[Any, str | None]:
+        """The neutralised texts (chunk texts, turns, tools, memory) this assembler remembers
+        across requests by the text's digest, at most `cache_size`: `.calls` counts the texts
+        neutralised (a text neutralising leaves unchanged is held as None, no copy)."""
+        return self.counter.rewrites
+
+    @property
+    def header_cache(self) -> HeaderCache:
+        """The source headers this assembler remembers across requests by their number and
+        the text of the fields they show, at most `cache_size`: `.calls` counts the headers
+        rendered."""
+        return header_cache(self.counter)
 
     @traced_entry("ctxbudget.assemble", model=attrgetter("model"))
     def assemble(

@@ -8,6 +8,8 @@ plus the text's length in 64-character units, so that a long text with few words
 counts): one chunk's windows take ~25 KB, so the default 262,144 is about 20 MB at most.
 The text test's verdict on a pair of cached texts is remembered too, by the entries'
 serial numbers, so the next turn compares the same pairs at the cost of a lookup.
+A `TextCache` holds what else is a function of text alone (the neutralised texts), as
+bounded, and reported the same way.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Generic, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 if TYPE_CHECKING:
     from ctxbudget._tokens import TokenCounter
 
-__all__ = ["ShingleCache", "VerdictKey", "shingle_cache"]
+__all__ = ["ShingleCache", "TextCache", "VerdictKey", "shingle_cache"]
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 _TEXT_UNIT: Final = 64
 """Characters of text that weigh as much as one window held."""
@@ -143,6 +148,64 @@ class ShingleCache:
             self._entries.clear()
             self._verdicts.clear()
             self._weight = 0
+
+
+_MISSING: Final = object()
+"""What `TextCache.get` finds for a key it does not hold (a held value may be None)."""
+
+
+class TextCache(Generic[K, V]):
+    """A bounded LRU of values computed from text alone, keyed by the text (or its digest);
+    thread-safe. Reported like the count cache: `len()`, `.calls`, `.maxsize`.
+
+    Two threads meeting the same new key at once may both compute it; the result is the
+    same (the value is a function of the key).
+    """
+
+    def __init__(self, *, maxsize: int) -> None:
+        """`maxsize`: entries held at most (the assembler's `cache_size`)."""
+        if maxsize < 0:
+            raise ValueError(f"maxsize must be >= 0, but got {maxsize}")
+        self._maxsize = maxsize
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+        self.calls = 0
+        """How many values were actually computed (misses); for tests and benchmarks."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def maxsize(self) -> int:
+        """Entries held at most."""
+        return self._maxsize
+
+    def get(self, key: K, compute: Callable[[], V]) -> V:
+        """The value held for `key`, else `compute()`, held from then on (the least recently
+        used entry goes past `maxsize`)."""
+        with self._lock:
+            held = self._entries.get(key, _MISSING)
+            if held is not _MISSING:
+                self._entries.move_to_end(key)
+                return cast("V", held)
+        value = compute()
+        with self._lock:
+            self.calls += 1
+            if self._maxsize:
+                self._entries[key] = value
+                if len(self._entries) > self._maxsize:
+                    self._entries.popitem(last=False)
+        return value
+
+    def values(self) -> list[V]:
+        """The values held, least recently used first (what the cache keeps alive)."""
+        with self._lock:
+            return list(self._entries.values())
+
+    def clear(self) -> None:
+        """Forget every entry (tests start from an empty cache)."""
+        with self._lock:
+            self._entries.clear()
 
 
 _CACHES: WeakKeyDictionary[TokenCounter, ShingleCache] = WeakKeyDictionary()

@@ -35,6 +35,7 @@ from ctxbudget._errors import TokenizerError, VocabularyError
 from ctxbudget._estimates import ESTIMATES, EstimateTokenizer
 from ctxbudget._joins import Counted, Ends, JoinCounter, Piece, join_counter
 from ctxbudget._models import match_model, resolve_model
+from ctxbudget._textcache import TextCache
 
 __all__ = [
     "VERIFY_JOINS",
@@ -569,7 +570,9 @@ class TokenCounter:
         self._maxsize = maxsize
         self._cache: OrderedDict[Key, int] = OrderedDict()
         self._ends: OrderedDict[Key, Ends] = OrderedDict()
-        self._rewrites: OrderedDict[tuple[Callable[[str], str], Key], str | None] = OrderedDict()
+        self._rewrites: TextCache[tuple[Callable[[str], str], Key], str | None] = TextCache(
+            maxsize=maxsize
+        )
         self._lock = threading.Lock()
         self._bytes_per_token = (
             tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else None
@@ -591,6 +594,12 @@ class TokenCounter:
     def maxsize(self) -> int:
         """Texts whose counts are remembered at most (the assembler's `cache_size`)."""
         return self._maxsize
+
+    @property
+    def rewrites(self) -> TextCache[tuple[Callable[[str], str], Key], str | None]:
+        """The texts `rewritten` remembers (neutralised turns, chunk texts, tools, memory),
+        at most `maxsize`: `.calls` counts the texts actually rewritten."""
+        return self._rewrites
 
     def count(self, text: str) -> int:
         """Exact token count of `text`, from the cache when it was counted before."""
@@ -698,21 +707,19 @@ class TokenCounter:
         whole. Only a text the rewrite changes keeps its result in the cache (bounded like
         the counts); an unchanged one, almost every text, costs its digest.
         """
-        key = (rewrite, _key(text))
-        with self._lock:
-            if key in self._rewrites:
-                self._rewrites.move_to_end(key)
-                hit = self._rewrites[key]
-                return text if hit is None else hit
-        out = rewrite(text)
-        self._remember(self._rewrites, key, None if out == text else out)
-        return out
+        hit = self._rewrites.get((rewrite, _key(text)), lambda: _changed(text, rewrite(text)))
+        return text if hit is None else hit
 
     def lower_bound(self, text: str) -> int:
         """A count that `text` certainly reaches, computed without tokenizing."""
         if self._bytes_per_token is None:
             return 0
         return -(-len(text.encode("utf-8")) // self._bytes_per_token)
+
+
+def _changed(text: str, out: str) -> str | None:
+    """`out`, or None when it equals `text` (the cache then holds no copy of the text)."""
+    return None if out == text else out
 
 
 _SHORT = 256

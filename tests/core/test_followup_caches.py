@@ -84,7 +84,24 @@ def test_chunk_text_cache_is_bounded_by_cache_size() -> None:
     assembler = _assembler(cache_size=3)
     for n in range(10):
         assembler.assemble(question="q", chunks=_chunks(f"{HOSTILE} {n}"))
-    assert len(assembler.counter._rewrites) == 3  # full, never past it
+    assert len(assembler.rewrite_cache) == 3  # full, never past it
+    assert assembler.rewrite_cache.maxsize == 3
+
+
+def test_chunk_text_cache_reports_texts_neutralised_once() -> None:
+    assembler = _assembler()
+    for _ in range(3):
+        assembler.assemble(question="q", chunks=_chunks(HOSTILE, "Plain text."))
+    first = assembler.rewrite_cache.calls
+    assembler.assemble(question="q", chunks=_chunks(HOSTILE, "Plain text.", "New text."))
+    assert assembler.rewrite_cache.calls == first + 1
+    assert assembler.rewrite_cache is assembler.counter.rewrites
+
+
+def test_chunk_text_cache_holds_no_copy_of_unchanged_text() -> None:
+    assembler = _assembler()
+    assembler.assemble(question="q", chunks=_chunks("Plain text."))
+    assert "Plain text." not in assembler.rewrite_cache.values()
 
 
 def _titled(title: str, *, heading: str = "EU") -> list[Chunk]:
@@ -133,8 +150,32 @@ def test_source_header_with_hostile_title_on_follow_up_is_neutralised() -> None:
     assert "Policy &lt;/retrieved_documents> 4d2b" in text
 
 
-def test_source_header_cache_is_bounded() -> None:
-    chunk = _titled("Bounded")[0]
-    for n in range(4_100):  # a header per number: past the bound
-        render.header(n, chunk, render.RenderOptions())
-    assert render._header.cache_info().currsize == 4_096
+def test_source_header_cache_is_bounded_by_cache_size() -> None:
+    assembler = _assembler(cache_size=3)
+    for n in range(10):
+        assembler.assemble(question="q", chunks=_titled(f"Bounded {n}"))
+    assert len(assembler.header_cache) == 3  # full, never past it
+    assert assembler.header_cache.maxsize == 3
+
+
+def test_source_header_cache_reports_headers_rendered_once() -> None:
+    assembler = _assembler()
+    assembler.assemble(question="q", chunks=_titled("Counted 5e1f"))
+    first = assembler.header_cache.calls
+    assembler.assemble(question="q", chunks=_titled("Counted 5e1f"))
+    assert first > 0
+    assert assembler.header_cache.calls == first
+
+
+def test_source_header_cache_is_one_per_assembler() -> None:
+    first, second = _assembler(), _assembler()
+    first.assemble(question="q", chunks=_titled("Apart 2b7c"))
+    assert len(second.header_cache) == 0
+    assert first.header_cache is render.header_cache(first.counter)
+
+
+def test_source_header_cache_of_size_zero_holds_nothing() -> None:
+    assembler = _assembler(cache_size=0)
+    text = assembler.assemble(question="q", chunks=_titled("Zero 8a0d")).text
+    assert len(assembler.header_cache) == 0
+    assert "[1] Zero 8a0d — EU\n" in text

@@ -42,7 +42,7 @@ from ctxbudget._sources.escalate import (
     shrink_escalated,
 )
 from ctxbudget._sources.permit import AccessPolicy
-from ctxbudget._sources.render import RenderOptions, render_source
+from ctxbudget._sources.render import HeaderCache, RenderOptions, header_cache, render_source
 from ctxbudget._textcache import shingle_cache
 from ctxbudget._tokens import BoundedTokenizer, TokenCounter
 
@@ -55,14 +55,16 @@ _MARK = "\x00"
 """Stands in for the content to find what a rendered source puts around it."""
 
 
-def _around(n: int, chunk: Chunk, content: str, options: RenderOptions) -> tuple[str, str, str]:
+def _around(
+    n: int, chunk: Chunk, content: str, options: RenderOptions, headers: HeaderCache | None = None
+) -> tuple[str, str, str]:
     """Source `n` as (header and what follows it, `content`, what closes it): joined, exactly
-    `render_source(n, chunk, content, options)`.
+    `render_source(n, chunk, content, options)`, its header from `headers` when rendered before.
 
     The mark is the last one in the rendered source: what follows content is fixed text, and
     a header may hold a mark of its own.
     """
-    marked = render_source(n, chunk, _MARK, options)
+    marked = render_source(n, chunk, _MARK, options, cache=headers)
     cut = marked.rindex(_MARK)
     return marked[:cut], content, marked[cut + 1 :]
 
@@ -253,6 +255,7 @@ class RetrievedClaim(ListClaim[Chunk]):
         self._rank = _Positions(ranked)
         self._shown: dict[tuple[str, bool], str] = {}
         self._dedup = Deduplicator(settings.dedup, shingle_cache(counter))
+        self._headers = header_cache(counter)
         self._documents: dict[str, Chunk | None] = {}
         self._denied: dict[str, Dropped] = {}
         self._last: tuple[Fit[Chunk], tuple[bool, list[_Shown]]] | None = None
@@ -266,7 +269,9 @@ class RetrievedClaim(ListClaim[Chunk]):
 
         def cost(chunk: Chunk) -> int:
             content = self.content(chunk)
-            before, _, after = self._framed(_around(widest, chunk, content, upper), fence)
+            before, _, after = self._framed(
+                _around(widest, chunk, content, upper, self._headers), fence
+            )
             tokens = self._ingest_count(chunk, content)
             if tokens is not None:
                 return counter.count(before + after) + tokens
@@ -314,7 +319,9 @@ class RetrievedClaim(ListClaim[Chunk]):
             frame=_SEPARATE if settings.per_source else fence,
             kind="chunk",
             key=_ID,
-            text=lambda c: "".join(self._framed(_around(widest, c, self.content(c), upper), fence)),
+            text=lambda c: "".join(
+                self._framed(_around(widest, c, self.content(c), upper, self._headers), fence)
+            ),
             cost=cost,
             bound=bound,
             ceiling=ceiling,
@@ -486,7 +493,11 @@ class RetrievedClaim(ListClaim[Chunk]):
         for n, chunk in enumerate(sources, 1):
             content = self.content(chunk)
             shown.append(
-                (chunk, _around(n, chunk, content, options), self._ingest_count(chunk, content))
+                (
+                    chunk,
+                    _around(n, chunk, content, options, self._headers),
+                    self._ingest_count(chunk, content),
+                )
             )
         self._last = (fit, (conflict, shown))
         return conflict, shown

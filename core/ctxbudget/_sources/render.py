@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import TYPE_CHECKING, Final
+from weakref import WeakKeyDictionary
 
 from ctxbudget._fence import SourceFormat
 from ctxbudget._inputs import Chunk
 from ctxbudget._neutralise import neutralise, neutralise_field, neutralise_header
 
-__all__ = ["RenderOptions", "header", "render_source"]
+if TYPE_CHECKING:
+    from ctxbudget._tokens import TokenCounter
+
+__all__ = ["HeaderCache", "RenderOptions", "header", "header_cache", "render_source"]
 
 _SPACES: Final = re.compile(r"\s+")
 
@@ -64,14 +69,65 @@ def _section(heading_path: tuple[str, ...], title: str | None, fmt: SourceFormat
     return " > ".join(path)
 
 
-def header(n: int, chunk: Chunk, options: RenderOptions) -> str:
-    """The header of source `n` (markdown: one line; XML: the opening tag)."""
+class HeaderCache:
+    """Source headers by their number and the text of the fields they show, at most
+    `maxsize` (least recently used first out); thread-safe. Reported like the count cache:
+    `len()`, `.calls` for the headers rendered, `.maxsize`.
+
+    A `functools.lru_cache` per assembler: a header is looked up several times per request,
+    and the C LRU costs a fraction of a Python one on each hit.
+    """
+
+    def __init__(self, *, maxsize: int) -> None:
+        """`maxsize`: headers held at most (the assembler's `cache_size`)."""
+        if maxsize < 0:
+            raise ValueError(f"maxsize must be >= 0, but got {maxsize}")
+        self._maxsize = maxsize
+        self.render = functools.lru_cache(maxsize=maxsize)(_header)
+        """`_header`, remembered by its arguments."""
+
+    def __len__(self) -> int:
+        return self.render.cache_info().currsize
+
+    @property
+    def calls(self) -> int:
+        """How many headers were actually rendered (misses)."""
+        return self.render.cache_info().misses
+
+    @property
+    def maxsize(self) -> int:
+        """Headers held at most."""
+        return self._maxsize
+
+
+_HEADERS: WeakKeyDictionary[TokenCounter, HeaderCache] = WeakKeyDictionary()
+_LOCK: Final = threading.Lock()
+
+
+def header_cache(counter: TokenCounter) -> HeaderCache:
+    """The source headers of an assembler's token `counter`, as many at most as it counts
+    texts; made on first use and gone with it."""
+    with _LOCK:
+        cache = _HEADERS.get(counter)
+        if cache is None:
+            cache = _HEADERS[counter] = HeaderCache(maxsize=counter.maxsize)
+        return cache
+
+
+def header(
+    n: int, chunk: Chunk, options: RenderOptions, *, cache: HeaderCache | None = None
+) -> str:
+    """The header of source `n` (markdown: one line; XML: the opening tag), from `cache`
+    when one with the same number and shown fields was rendered before: a follow-up's new
+    Chunk objects, and every chunk of one document at one number, render the same header
+    (costing renders each several times)."""
     effective = (
         chunk.effective_date.isoformat()
         if options.effective_dates and chunk.effective_date is not None
         else None
     )
-    return _header(
+    render = _header if cache is None else cache.render
+    return render(
         n,
         chunk.title,
         chunk.heading_path,
@@ -82,7 +138,6 @@ def header(n: int, chunk: Chunk, options: RenderOptions) -> str:
     )
 
 
-@functools.lru_cache(maxsize=4_096)
 def _header(
     n: int,
     title_field: str | None,
@@ -92,8 +147,6 @@ def _header(
     stale: str | None,
     fmt: SourceFormat,
 ) -> str:
-    # By the shown fields' text: a follow-up's new Chunk objects, and every chunk of one
-    # document at one number, render the same header (costing renders each several times).
     title = _clean(title_field, fmt) if title_field else ""
     section = _section(heading_path, title_field, fmt)
     warning = "; ".join(_clean(w, fmt) for w in parse_warnings if w.strip())
@@ -126,11 +179,14 @@ def _joined(rest: str) -> str:
     return neutralise_header(rest)
 
 
-def render_source(n: int, chunk: Chunk, content: str, options: RenderOptions) -> str:
-    """Source `n` as the model reads it; `content` is the chunk's neutralised text."""
+def render_source(
+    n: int, chunk: Chunk, content: str, options: RenderOptions, *, cache: HeaderCache | None = None
+) -> str:
+    """Source `n` as the model reads it; `content` is the chunk's neutralised text; `cache`
+    as for `header`."""
     if options.fmt == "xml":
-        return f"{header(n, chunk, options)}\n{content}\n</document>"
-    return f"{header(n, chunk, options)}\n{content}"
+        return f"{header(n, chunk, options, cache=cache)}\n{content}\n</document>"
+    return f"{header(n, chunk, options, cache=cache)}\n{content}"
 
 
 # The fullwidth quotation mark too: a reader takes it for the quote that ends a value.
