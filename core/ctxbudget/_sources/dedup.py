@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 from bisect import bisect_left, insort
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
-from itertools import chain, repeat
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain, compress, repeat
 from operator import mul
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -303,12 +304,11 @@ class _Vectors:
 class _Texts:
     """Kept chunks' shingles by position, with an inverted index once there are many.
 
-    The index maps each shingle to the ascending positions holding it, in two dicts: a
-    shingle of one kept chunk maps to its position in `_one` (most windows of real text
-    are one chunk's own: no list each), a shingle of several to their list in `_many`
-    (position 0 too, so that every `_one` value is truthy). Sizes are kept sorted: a
-    candidate probes only as many of its shingles as any near kept chunk must meet, and
-    verifies each kept chunk hit with the exact intersection.
+    The index maps each shingle to the ascending positions holding it — the position
+    itself when it is the only one (most windows of real text are one chunk's own: no
+    list each) — and keeps the sizes sorted: a candidate probes only as many of its
+    shingles as any near kept chunk must meet, and verifies each kept chunk hit with the
+    exact intersection.
     """
 
     def __init__(
@@ -320,66 +320,52 @@ class _Texts:
         self._sets: list[Shingles] = []
         self._serials: list[int] = []  # each set's entry in the cache (0: not held)
         self._sizes_at: list[int] = []  # len(self._sets[p]), read once per hit
-        self._indexed = False
-        self._one: dict[int, int] = {}  # values never 0
-        self._many: dict[int, list[int]] = {}  # values never empty; no key of _one
+        self._index: dict[int, int | list[int]] | None = None  # values never 0 nor empty
         self._sizes: list[int] = []  # sorted, of the indexed sets
 
     def append(self, kept: Shingles, serial: int) -> None:
         self._sets.append(kept)
         self._serials.append(serial)
         self._sizes_at.append(len(kept))
-        if not self._indexed and len(self._sets) > _PAIRWISE:
-            self._indexed = True
+        if self._index is None and len(self._sets) > _PAIRWISE:
+            self._index = {}
             for position, each in enumerate(self._sets):
                 self._insert(position, each)
-        elif self._indexed:
+        elif self._index is not None:
             self._insert(len(self._sets) - 1, kept)
 
     def _insert(self, position: int, kept: Shingles) -> None:
-        one, many = self._one, self._many
-        if len(many) > len(one) and position:
-            # Most shingles shared (prose of common sentences): one lookup each costs
-            # least, the appends being most of the work.
-            get, pop = many.get, one.pop
-            for shingle in kept:
-                postings = get(shingle)
-                if postings is not None:
-                    postings.append(position)
-                    continue
-                single = pop(shingle, 0)
-                if single:
-                    many[shingle] = [single, position]
-                else:
-                    one[shingle] = position
-        else:
-            # Most shingles new (a corpus's own prose): all in C but the shingles that
-            # held one position so far, as a set's difference with a dict looks each of
-            # its items up by its stored hash.
-            shared = list(filter(None, map(many.get, kept)))
-            deque(map(list.append, shared, repeat(position)), maxlen=0)
-            fresh = kept.difference(many) if shared else kept
-            new = fresh.difference(one)
-            for shingle in fresh - new if len(new) < len(fresh) else ():
-                many[shingle] = [one.pop(shingle), position]
-            if position:
-                one.update(zip(new, repeat(position)))
-            else:
-                many.update((shingle, [0]) for shingle in new)
+        index = self._index
+        assert index is not None
+        held = list(map(index.get, kept))
+        kinds = list(map(type, held))
+        # In C: the new shingles, then the appends to lists; one Python step only per
+        # shingle that held one position so far.
+        new = compress(kept, map(_is_none, held))
+        # Position 0 goes in lists, so that every value is truthy: `filter(None)` then
+        # finds the present shingles at C speed.
+        index.update(zip(new, repeat(position)) if position else ((s, [0]) for s in new))
+        lists = cast("Iterator[list[int]]", compress(held, map(_is_list, kinds)))
+        deque(map(list.append, lists, repeat(position)), maxlen=0)
+        singles = compress(zip(kept, held, strict=True), map(_is_int, kinds))
+        for shingle, single in cast("Iterator[tuple[int, int]]", singles):
+            index[shingle] = [single, position]
         insort(self._sizes, len(kept))
 
     def truncate(self, length: int) -> None:
-        if self._indexed:
-            one, many = self._one, self._many
+        index = self._index
+        if index is not None:
             # Positions were appended in ascending order: each is the tail of its postings.
             for position in range(len(self._sets) - 1, length - 1, -1):
                 kept = self._sets[position]
                 for shingle in kept:
-                    if one.pop(shingle, None) is None:
-                        postings = many[shingle]
-                        postings.pop()
-                        if not postings:
-                            del many[shingle]
+                    postings = index[shingle]
+                    if isinstance(postings, int):
+                        del index[shingle]
+                        continue
+                    postings.pop()
+                    if not postings:
+                        del index[shingle]
                 del self._sizes[bisect_left(self._sizes, len(kept))]
         del self._sets[length:]
         del self._serials[length:]
@@ -390,23 +376,24 @@ class _Texts:
         is near; `stop` if none."""
         if start >= stop:
             return stop
-        if not self._indexed:
+        if self._index is None:
             return self._pairwise(mine, serial, range(start, stop), stop)
         size = len(mine)
         least = self._least_overlap(size)
         if least > size:
             return stop
         probes = size - least + 1  # any this many of mine meet every kept chunk near it
-        singles = list(filter(None, map(self._one.get, mine)))
-        lists = list(filter(None, map(self._many.get, mine)))
-        absent = size - len(singles) - len(lists)
+        present = cast("list[int | list[int]]", list(filter(None, map(self._index.get, mine))))
+        absent = size - len(present)
         if absent >= probes:
             return stop
-        lists.sort(key=len)  # the shortest probes meet the fewest kept chunks: singles first
+        # The shortest probes meet the fewest kept chunks: single positions first.
+        kinds = list(map(type, present))
+        singles = cast("list[int]", list(compress(present, map(_is_int, kinds))))
+        lists = cast("list[list[int]]", list(compress(present, map(_is_list, kinds))))
+        lists.sort(key=len)
         probed = probes - absent
-        unprobed = (
-            len(singles) + len(lists) - probed
-        )  # a hit's overlap: at most its count plus these
+        unprobed = len(present) - probed  # a hit's overlap is at most its count plus these
         hits = Counter(singles[:probed])
         taken = max(probed - len(singles), 0)
         hits.update(chain.from_iterable(lists[:taken]))
@@ -516,6 +503,12 @@ class _Texts:
                 need = _least(lambda o: o / (size + theirs - o) >= s.jaccard, top)  # type: ignore[operator]
                 least = min(least, need)
         return least
+
+
+_is_none: Final = functools.partial(operator.is_, None)
+_is_int: Final = functools.partial(operator.is_, int)
+_is_list: Final = functools.partial(operator.is_, list)
+"""Tests `map` and `compress` run in C: on a value, or on its `type`."""
 
 
 def _least(holds: Callable[[int], bool], top: int) -> int:
