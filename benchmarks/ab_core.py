@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import importlib
 import io
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -31,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 import ctxbudget
-from benchmarks.ab_dedup import fingerprint
+from benchmarks.ab_dedup import fingerprint, report
 from benchmarks.workloads import FOLLOWUPS, NOW, WINDOW_WORKLOADS, WORKLOADS, Request
 from ctxbudget import get_tokenizer
 
@@ -137,13 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             encode(outputs["this tree"].text)
             if index:
                 encodes.append(time.process_time() - began)
-    one = statistics.median(encodes)
-    print(f"{args.workload}: one encode {one * 1e3:.2f} ms, medians of {args.repeat}")
-    for name, spent in times.items():
-        median = statistics.median(spent)
-        print(f"  {name:>12}: {median * 1e3:8.2f} ms = {median / one:6.2f}x encode")
-    print(f"  same prompts and drops on every request: {same}")
-    return 0 if same else 1
+    return report(args.workload, encodes, times, same=same)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,20 @@ def fingerprint(result: Assembled) -> str:
     return hashlib.sha256((result.text + repr(result.report.dropped)).encode()).hexdigest()
 
 
+def report(
+    workload: str, encodes: list[float], times: dict[str, list[float]], *, same: bool
+) -> int:
+    """Print the medians as ratios to one encode of the prompt; the exit status (1 when the
+    two gave different prompts or drops on any request)."""
+    one = statistics.median(encodes)
+    print(f"{workload}: one encode {one * 1e3:.2f} ms, medians of {len(encodes)}")
+    for name, spent in times.items():
+        median = statistics.median(spent)
+        print(f"  {name:>12}: {median * 1e3:8.2f} ms = {median / one:6.2f}x encode")
+    print(f"  same prompts and drops on every request: {same}")
+    return 0 if same else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("revision", help="the git revision to compare with, e.g. f62c0fc")
@@ -90,13 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             encode(outputs["this tree"].text)
             if index:
                 encodes.append(time.process_time() - began)
-    one = statistics.median(encodes)
-    print(f"{args.workload}: one encode {one * 1e3:.1f} ms")
-    for name, spent in times.items():
-        median = statistics.median(spent)
-        print(f"  {name:>12}: {median * 1e3:8.1f} ms = {median / one:6.2f}x encode")
-    print(f"  same prompts and drops on every request: {same}")
-    return 0 if same else 1
+    return report(args.workload, encodes, times, same=same)
 
 
 if __name__ == "__main__":
