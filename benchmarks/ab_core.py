@@ -15,7 +15,6 @@ only `dedup.py`, this measures changes spread over several modules.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import io
@@ -30,8 +29,8 @@ from types import ModuleType
 from typing import Any
 
 import ctxbudget
-from benchmarks.ab_dedup import fingerprint, report
-from benchmarks.workloads import FOLLOWUPS, NOW, WINDOW_WORKLOADS, WORKLOADS, Request
+from benchmarks.ab_dedup import arguments, fingerprint, report
+from benchmarks.workloads import NOW, Request
 from ctxbudget import get_tokenizer
 
 Modules = dict[str, ModuleType]
@@ -91,15 +90,7 @@ def _copied(request: Request, other: ModuleType) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("revision", help="the git revision to compare with, e.g. 9e7a99a")
-    parser.add_argument("workload", help="a workload name from benchmarks/workloads.py")
-    parser.add_argument("--repeat", type=int, default=21, help="requests measured (default 21)")
-    args = parser.parse_args(argv)
-    workloads = {**WORKLOADS, **WINDOW_WORKLOADS, **FOLLOWUPS}
-    if args.workload not in workloads:
-        parser.error(f"unknown workload; one of: {', '.join(workloads)}")
-    workload = workloads[args.workload]
+    args, workload = arguments(argv, __doc__, example="9e7a99a", repeat=21)
     encode = get_tokenizer("o200k_base").encoding.encode_ordinary
     with tempfile.TemporaryDirectory() as folder:
         theirs = core_at(args.revision, Path(folder))

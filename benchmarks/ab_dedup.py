@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from benchmarks.workloads import FOLLOWUPS, WINDOW_WORKLOADS, WORKLOADS
+from benchmarks.workloads import FOLLOWUPS, WINDOW_WORKLOADS, WORKLOADS, Workload
 from ctxbudget import Assembled, ContextAssembler, get_tokenizer
 from ctxbudget._sources import claim
 
@@ -49,6 +49,23 @@ def fingerprint(result: Assembled) -> str:
     return hashlib.sha256((result.text + repr(result.report.dropped)).encode()).hexdigest()
 
 
+def arguments(
+    argv: list[str] | None, doc: str | None, *, example: str, repeat: int
+) -> tuple[argparse.Namespace, Workload]:
+    """An A/B script's command line (revision, workload, --repeat) and the workload it names."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("revision", help=f"the git revision to compare with, e.g. {example}")
+    parser.add_argument("workload", help="a workload name from benchmarks/workloads.py")
+    parser.add_argument(
+        "--repeat", type=int, default=repeat, help=f"requests measured (default {repeat})"
+    )
+    args = parser.parse_args(argv)
+    workloads = {**WORKLOADS, **WINDOW_WORKLOADS, **FOLLOWUPS}
+    if args.workload not in workloads:
+        parser.error(f"unknown workload; one of: {', '.join(workloads)}")
+    return args, workloads[args.workload]
+
+
 def report(
     workload: str, encodes: list[float], times: dict[str, list[float]], *, same: bool
 ) -> int:
@@ -64,15 +81,7 @@ def report(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("revision", help="the git revision to compare with, e.g. f62c0fc")
-    parser.add_argument("workload", help="a workload name from benchmarks/workloads.py")
-    parser.add_argument("--repeat", type=int, default=5, help="requests measured (default 5)")
-    args = parser.parse_args(argv)
-    workloads = {**WORKLOADS, **WINDOW_WORKLOADS, **FOLLOWUPS}
-    if args.workload not in workloads:
-        parser.error(f"unknown workload; one of: {', '.join(workloads)}")
-    workload = workloads[args.workload]
+    args, workload = arguments(argv, __doc__, example="f62c0fc", repeat=5)
     encode = get_tokenizer("o200k_base").encoding.encode_ordinary
     with tempfile.TemporaryDirectory() as folder:
         versions = {

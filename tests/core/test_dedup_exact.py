@@ -435,13 +435,9 @@ def test_cosine_verdicts_at_the_threshold_equal_pairwise_bit_for_bit(
     assert 0 < flips < 200  # the pairs do straddle the threshold
 
 
-def test_cosine_numpy_screen_without_its_margin_flips_verdicts(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Without the recomputation margin numpy's own sums decide: some verdicts at the
-    # threshold differ, which is what the margin is for.
-    pytest.importorskip("numpy")
-    monkeypatch.setattr(dedup_module, "_margin", lambda dimensions: -1e-15)
+def cosine_verdicts_differing_at_the_threshold() -> int:
+    """Of 200 embedding pairs at the 0.9 cosine threshold, how many get another verdict from
+    the walk than from the pairwise reference (0 unless a margin is wrong)."""
     settings = Dedup(jaccard=None, containment=None)
     rng = random.Random(3)
     differ = 0
@@ -450,7 +446,17 @@ def test_cosine_numpy_screen_without_its_margin_flips_verdicts(
         differ += Deduplicator(settings).duplicates(b, [a]) is not PairwiseReference(
             settings
         ).duplicates(b, [a])
-    assert differ > 0
+    return differ
+
+
+def test_cosine_numpy_screen_without_its_margin_flips_verdicts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without the recomputation margin numpy's own sums decide: some verdicts at the
+    # threshold differ, which is what the margin is for.
+    pytest.importorskip("numpy")
+    monkeypatch.setattr(dedup_module, "_margin", lambda dimensions: -1e-15)
+    assert cosine_verdicts_differing_at_the_threshold() > 0
 
 
 def test_cosine_numpy_and_pure_python_walks_agree(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -672,15 +678,7 @@ def test_mutation_a_float32_margin_too_small_is_caught(monkeypatch: pytest.Monke
     pytest.importorskip("numpy")
     real = dedup_module._margin
     monkeypatch.setattr(dedup_module, "_margin", lambda dimensions: real(dimensions) / 100)
-    settings = Dedup(jaccard=None, containment=None)
-    rng = random.Random(3)
-    differ = 0
-    for _ in range(200):
-        a, b = at_threshold(rng, 0.9, 64)
-        differ += Deduplicator(settings).duplicates(b, [a]) is not PairwiseReference(
-            settings
-        ).duplicates(b, [a])
-    assert differ > 0
+    assert cosine_verdicts_differing_at_the_threshold() > 0
 
 
 def test_assemble_with_index_equals_assemble_with_pairwise_reference(

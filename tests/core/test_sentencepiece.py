@@ -203,17 +203,22 @@ def test_sentencepiece_file_that_cannot_load_says_so(tmp_path: Path) -> None:
         tokenizer_from_file(path)
 
 
-def test_sentencepiece_file_without_the_extra_names_it(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    path = tmp_path / "tokenizer.model"
-    path.write_bytes(b"\n\x0e\n\x05<unk>\x15\x00\x00\x00\x00\x18\x02")
+def hide_sentencepiece(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if the sentencepiece package were not installed."""
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util,
         "find_spec",
         lambda name, *a: None if name == "sentencepiece" else real(name, *a),
     )
+
+
+def test_sentencepiece_file_without_the_extra_names_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "tokenizer.model"
+    path.write_bytes(b"\n\x0e\n\x05<unk>\x15\x00\x00\x00\x00\x18\x02")
+    hide_sentencepiece(monkeypatch)
 
     with pytest.raises(
         TokenizerError,
@@ -363,12 +368,7 @@ def test_counting_with_a_mistral_sentencepiece_file_never_imports_mistral_common
 def test_mistral_sentencepiece_without_the_extra_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "sentencepiece" else real(name, *a),
-    )
+    hide_sentencepiece(monkeypatch)
 
     with pytest.raises(
         TokenizerError,
