@@ -18,7 +18,7 @@ import pytest
 
 from ctxbudget import Chunk, Turn
 from ctxbudget.__main__ import main
-from tests.imports import loaded_after
+from tests.support.imports import loaded_after
 
 ESC = "\x1b"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxbudget import Chunk
-from tests.cli.cli_support import Run
+from tests.support.cli import Run
 
 _NOTE = (
     "Counted with estimate:claude-v3: an upper-bound estimate, 10% above the worst ratio measured."

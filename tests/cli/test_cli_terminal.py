@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ctxbudget import Chunk, ContextAssembler, Turn
 from ctxbudget._cli.terminal import _summary
-from tests.cli.cli_support import Run
+from tests.support.cli import Run
 
 
 def test_view_marks_a_claimant_that_got_less_than_its_content_trimmed(cli: Run) -> None:

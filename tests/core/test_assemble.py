@@ -35,7 +35,7 @@ from ctxbudget import (
 )
 from ctxbudget._tools import render_tool
 from tests.conftest import fake_count
-from tests.factories import chunks, recorded
+from tests.support.factories import chunks, recorded
 
 SYSTEM = "You answer from the sources and cite them like [1]."
 

@@ -28,7 +28,7 @@ from ctxbudget import (
 )
 from ctxbudget._history import cleared_placeholder
 from tests.conftest import fake_count
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 KEEP_ONE = HistoryOptions(keep_tool_results=1)

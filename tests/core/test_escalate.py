@@ -36,7 +36,7 @@ from ctxbudget._sources.escalate import (
 )
 from ctxbudget._sources.permit import AccessPolicy
 from tests.conftest import fake_count
-from tests.factories import FakeLoader, budget_for, parts, whole, words
+from tests.support.factories import FakeLoader, budget_for, parts, whole, words
 
 
 def assembler(

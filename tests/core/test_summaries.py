@@ -29,7 +29,7 @@ from ctxbudget import (
     trim_turns,
 )
 from tests.conftest import fake_count
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 

@@ -29,7 +29,7 @@ from ctxbudget import (
 )
 from ctxbudget._tools import render_tool
 from tests.conftest import fake_count
-from tests.factories import budget_for, recorded
+from tests.support.factories import budget_for, recorded
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 

@@ -37,7 +37,7 @@ from ctxbudget import (
 )
 from langchain_ctxbudget import ContextBudgetRunnable, history_trimmer, trim_history
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.factories import (
+from tests.support.factories import (
     FRAME_TAG,
     SPECIAL_TOKEN,
     line_start_headers,

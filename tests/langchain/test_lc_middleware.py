@@ -28,7 +28,7 @@ from ctxbudget import (
 )
 from langchain_ctxbudget import ContextBudgetRunnable
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.langchain.agent_oracle import check_history
+from tests.support.langchain_agent_oracle import check_history
 from tests.langchain.conftest import RecordingChatModel, received_tokens, small_budget, tokens
 from tests.langchain.test_lc_runnable import assert_tool_calls_answered, history_with_tools
 

@@ -25,7 +25,7 @@ from tests.langchain.conftest import (
     vector_retriever,
 )
 from tests.langchain.test_lc_middleware import agent_model, run_agent
-from tests.otel_spans import recorded_spans
+from tests.support.otel_spans import recorded_spans
 
 _ADAPTER_SPAN: dict[Path, tuple[str, str]] = {
     "runnable": ("ContextBudgetRunnable.invoke", "select_sources"),

@@ -32,7 +32,7 @@ from pydantic import Field
 from ctxbudget import Allocation, Budget, ContextAssembler, HistoryOptions
 from langchain_ctxbudget import ContextBudgetRunnable, history_trimmer, trim_history
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.langchain.agent_oracle import SUMMARY, announced, check_history
+from tests.support.langchain_agent_oracle import SUMMARY, announced, check_history
 from tests.langchain.conftest import RecordingChatModel, received_tokens
 from tests.langchain.test_lc_messages import HOSTILE, assert_inert
 

@@ -24,7 +24,7 @@ from ctxbudget._neutralise import neutralise, neutralise_section
 from ctxbudget._normalised import is_blank, removable_bytes
 from ctxbudget._scan import scan_for_instructions
 from tests.conftest import fake_count
-from tests.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
+from tests.support.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
 
 
 def padded(head: str, pad: str, tail: str = "") -> Callable[[int], str]:

@@ -35,7 +35,7 @@ from langchain_core.messages import (
 )
 
 from ctxbudget import neutralise_section
-from tests.core.test_result import anthropic_valid, openai_valid
+from tests.support.provider_sdks import anthropic_valid, openai_valid
 
 GAP = re.compile(r"\[… (\d+) messages? omitted …\]")
 SUMMARY = re.compile(r"\[Summary of (\d+) earlier messages?: .*\]", re.DOTALL)
