@@ -130,7 +130,7 @@ def langchain_sent(documents: list[Any]) -> str:
     """What reached a recording chat model through `retriever | ContextBudgetRunnable`."""
     from langchain_core.runnables import RunnableLambda
 
-    from tests.langchain.conftest import RecordingChatModel, chain_for
+    from tests.support.langchain_stack import RecordingChatModel, chain_for
 
     def retrieve(question: str) -> list[Any]:
         return documents

@@ -38,9 +38,9 @@ from ctxbudget import (
 from ctxbudget._history import gap_marker
 from ctxbudget._inputs import Role
 from ctxbudget._result import CONVERSATION_START
-from tests.conftest import fake_count
 from tests.support.factories import chunks
 from tests.support.provider_sdks import anthropic_sends, anthropic_valid, openai_sends, openai_valid
+from tests.support.tokenizers import fake_count
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 SYSTEM = "Answer from the sources."

@@ -15,7 +15,7 @@ from ctxbudget import CacheMonitor, ContextAssembler
 from langchain_ctxbudget import CacheMonitorHandler, ContextBudgetRunnable
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
 from tests.support.factories import words
-from tests.langchain.conftest import RecordingChatModel, small_budget
+from tests.support.langchain_stack import RecordingChatModel, small_budget
 
 SYSTEM = "You answer from the sources. " + words("rule", 40)
 

@@ -20,7 +20,7 @@ from langchain_ctxbudget import (
     ContextBudgetRunnable,
     ContextBudgetTransformer,
 )
-from tests.langchain.conftest import corpus, small_budget, vector_retriever
+from tests.support.langchain_stack import corpus, small_budget, vector_retriever
 
 QUESTION = "How long do refunds take?"
 

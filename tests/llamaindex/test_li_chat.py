@@ -1,5 +1,6 @@
 """`ContextBudgetMemory` in LlamaIndex's chat engines and agents: what reached a recording
-LLM, read by the independent oracle in `tests/support/llamaindex_chat_oracle.py` and counted with tiktoken itself."""
+LLM, read by the independent oracle in `tests/support/llamaindex_chat_oracle.py` and counted
+with tiktoken itself."""
 
 from __future__ import annotations
 

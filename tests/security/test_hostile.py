@@ -62,7 +62,7 @@ BUDGET = Budget(
 )
 NO_DEDUP = Dedup(jaccard=None, containment=None, cosine=None)
 
-# --- the normalised view (the oracle of tests/support/factories.py), with the closing slash captured --
+# --- the normalised view (the oracle of tests/support/factories.py), closing slash captured ---
 
 FENCE_TAG = re.compile(r"<[\s\\]*(/?)[\s/\\]*retrieved[\W_]*documents", re.IGNORECASE)
 DOCUMENT_TAG = re.compile(r"<[\s\\]*(/?)[\s/\\]*document\b", re.IGNORECASE)

@@ -205,3 +205,16 @@ def check_history(given: Sequence[BaseMessage], sent: Sequence[BaseMessage]) -> 
     check_openai(sent)
     check_anthropic(sent)
     return back
+
+
+def assert_tool_calls_answered(messages: list[BaseMessage]) -> None:
+    """Every AI tool call is followed by its results, and every result follows its call."""
+    for index, message in enumerate(messages):
+        if isinstance(message, AIMessage) and message.tool_calls:
+            answer = messages[index + 1]
+            assert isinstance(answer, ToolMessage)
+            assert answer.tool_call_id == message.tool_calls[0]["id"]
+        if isinstance(message, ToolMessage):
+            call = messages[index - 1]
+            assert isinstance(call, AIMessage)
+            assert call.tool_calls[0]["id"] == message.tool_call_id
