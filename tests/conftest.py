@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from ctxbudget import CallableTokenizer, TiktokenTokenizer, get_tokenizer
-from tests._offline import sitecustomize as network_guard
+from tests.support.network_guard import sitecustomize as network_guard
+from tests.support.tokenizers import fake_count
 
 # No test may pass by downloading (CI reaches the package registries only): the guard
 # refuses connections here and, as sitecustomize on PYTHONPATH, in every subprocess.
@@ -41,13 +41,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 # Every count of joined parts is checked against a full encode of the joined text: the
 # join rule (README "Speed") is proven on every prompt the suite builds, not only its own tests.
 os.environ.setdefault("CTXBUDGET_VERIFY_JOINS", "1")
-
-_WORD = re.compile(r"\w+|[^\w\s]|\s+")
-
-
-def fake_count(text: str) -> int:
-    """One token per word, punctuation mark or whitespace run: predictable sizes for unit tests."""
-    return len(_WORD.findall(text))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import sys
 import pytest
 import tiktoken
 
-from tests._offline.sitecustomize import NetworkRefusedError
+from tests.support.network_guard.sitecustomize import NetworkRefusedError
 
 
 def test_network_guard_refuses_a_connection_in_the_test_process() -> None:

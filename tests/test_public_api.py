@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import ctxbudget
-from tests.imports import loaded_after
+from tests.support.imports import loaded_after
 
 
 def _isort_style(name: str) -> tuple[int, str]:

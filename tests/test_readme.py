@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ctxbudget import Budget, ContextAssembler
-from tests.otel_spans import tracer_provider_restored
+from tests.support.otel_spans import tracer_provider_restored
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 _BLOCK = re.compile(r"^```(\w+)[^\n]*\n(.*?)^```", re.DOTALL | re.MULTILINE)

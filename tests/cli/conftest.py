@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxbudget.__main__ import main
-from tests.cli.cli_support import Ran, Run
+from tests.support.cli import Ran, Run
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ctxbudget import get_tokenizer
-from tests.cli.cli_support import Run
+from tests.support.cli import Run
 
 TEXT = "Refunds are paid within 5 business days of receiving the item."
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbudget import Budget
-from tests.cli.cli_support import Run
+from tests.support.cli import Run
 
 FENCE_END = "</retrieved_documents>"
 

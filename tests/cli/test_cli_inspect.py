@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxbudget import Chunk, Turn
-from tests.cli.cli_support import Run
+from tests.support.cli import Run
 
 CHUNKS = [
     Chunk(

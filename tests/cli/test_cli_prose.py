@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from ctxbudget import _demo
 from ctxbudget._cli.app import main
 from ctxbudget._cli.prose import cells, wrap
-from tests.cli.cli_support import Run
+from tests.support.cli import Run
 
 WORDS = st.lists(
     st.text(st.sampled_from("ab文-/é"), min_size=1, max_size=12), min_size=0, max_size=30

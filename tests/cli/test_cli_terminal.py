@@ -1,4 +1,5 @@
-"""The terminal view (core/ctxbudget/_cli/terminal.py): budget notes and summary lines."""
+"""The terminal view (core/ctxbudget/_cli/terminal.py): budget notes, summary lines, and
+when `demo` and `inspect` say counts are not exact."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from ctxbudget import Chunk, ContextAssembler, Turn
 from ctxbudget._cli.terminal import _summary
-from tests.cli.cli_support import Run
+from tests.support.cli import Run
 
 
 def test_view_marks_a_claimant_that_got_less_than_its_content_trimmed(cli: Run) -> None:
@@ -73,3 +74,53 @@ def test_view_leaves_out_the_tokens_column_when_no_drop_was_counted(cli: Run) ->
     out = cli("demo", "--preset", "permissions").out
 
     assert re.search(r"\nclaimant +kind +id +reason *\n", out)
+
+
+# --- how exact the counts are -------------------------------------------------------------
+
+_NOTE = (
+    "Counted with estimate:claude-v3: an upper-bound estimate, 10% above the worst ratio measured."
+)
+
+
+def _chunks(tmp_path: Path) -> str:
+    path = tmp_path / "chunks.jsonl"
+    path.write_text(
+        Chunk(id="refunds-1", content="Refunds are paid within 5 business days.").model_dump_json()
+        + "\n",
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def test_inspect_view_for_claude_says_the_counts_are_an_upper_bound(
+    cli: Run, tmp_path: Path
+) -> None:
+    out = cli("inspect", _chunks(tmp_path), "-q", "Refunds?", "--model", "claude-sonnet-4-5").out
+
+    assert _NOTE in out.splitlines()
+
+
+def test_inspect_json_for_claude_carries_the_count_method(cli: Run, tmp_path: Path) -> None:
+    data = cli(
+        "inspect",
+        _chunks(tmp_path),
+        "-q",
+        "Refunds?",
+        "--model",
+        "anthropic:claude-sonnet-4-5",
+        "--json",
+    ).json()
+
+    report = data["report"]
+    assert (report["count_method"], report["count_exact"], report["count_margin"]) == (
+        "estimate:claude-v3",
+        False,
+        0.1,
+    )
+
+
+def test_demo_view_for_openai_model_says_nothing_of_exactness(cli: Run) -> None:
+    out = cli("demo").out
+
+    assert "Counted with" not in out

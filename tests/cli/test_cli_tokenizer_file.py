@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ctxbudget import tokenizer_from_file
-from tests.cli.cli_support import Run
+from tests.support.cli import Run
 
 TEXT = "Refunds are paid within 5 business days. 退款 \U0001f389\n"
 

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ctxbudget import Acl, Chunk, InputError, Principal, acl_from_metadata, select_sources
 from ctxbudget._acl import ACL_NAMES, AclField, acl_meaning
-from tests.factories import chunk
+from tests.support.factories import chunk
 
 STAFF = Principal(tenant="acme", groups=frozenset({"staff"}))
 

@@ -36,8 +36,8 @@ from ctxbudget import (
     trim_turns,
 )
 from ctxbudget._result import CONVERSATION_START
-from tests.core.test_result import anthropic_valid, openai_valid
-from tests.factories import budget_for
+from tests.support.factories import budget_for
+from tests.support.provider_sdks import anthropic_valid, openai_valid
 
 O200K = get_tokenizer("o200k_base")
 LABELS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}

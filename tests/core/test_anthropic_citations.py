@@ -27,7 +27,7 @@ from ctxbudget import (
     SourceOptions,
     get_tokenizer,
 )
-from tests.core.test_result import ANTHROPIC_REQUEST, fake_transport
+from tests.support.provider_sdks import ANTHROPIC_REQUEST, fake_transport
 
 TOKENIZER = get_tokenizer("o200k_base")
 SYSTEM = "Answer from the sources; cite them."

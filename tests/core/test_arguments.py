@@ -22,7 +22,7 @@ from ctxbudget import (
     trim_turns,
 )
 from ctxbudget._arguments import ArgumentTypeError
-from tests.factories import chunks
+from tests.support.factories import chunks
 
 CHUNKS = chunks(2)
 TURNS = [Turn(role="user", content="Where is my order?")]

@@ -16,7 +16,7 @@ import pytest
 
 from ctxbudget import Budget, Chunk, ContextAssembler, SourceOptions, TiktokenTokenizer
 from ctxbudget._sources.arrange import Order, arrange, sandwich
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 T = TypeVar("T")
 

@@ -34,8 +34,8 @@ from ctxbudget import (
     neutralise,
 )
 from ctxbudget._tools import render_tool
-from tests.conftest import fake_count
-from tests.factories import chunks, recorded
+from tests.support.factories import chunks, recorded
+from tests.support.tokenizers import fake_count
 
 SYSTEM = "You answer from the sources and cite them like [1]."
 

@@ -32,8 +32,8 @@ from ctxbudget import (
     Report,
     cache_usage,
 )
-from tests.factories import words
-from tests.otel_spans import recorded_spans
+from tests.support.factories import words
+from tests.support.otel_spans import recorded_spans
 
 _ASSEMBLER = ContextAssembler(
     tokenizer="o200k_base",

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from ctxbudget import Chunk, CitationCheck, ContextAssembler
 from ctxbudget._citations import check_citations, cited_numbers
-from tests.cputime import paired_times
+from tests.support.cputime import paired_times
 
 # --- cited_numbers --------------------------------------------------------------------------
 

@@ -33,8 +33,8 @@ from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import Escalation
 from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.render import RenderOptions
-from tests.conftest import fake_count
-from tests.factories import FakeLoader, budget_for, parts, whole, words
+from tests.support.factories import FakeLoader, budget_for, parts, whole, words
+from tests.support.tokenizers import fake_count
 
 # One tokenizer for the module: hypothesis calls test bodies many times.
 O200K: TiktokenTokenizer = get_tokenizer("o200k_base")

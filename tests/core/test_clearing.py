@@ -27,8 +27,8 @@ from ctxbudget import (
     trim_turns,
 )
 from ctxbudget._history import cleared_placeholder
-from tests.conftest import fake_count
-from tests.factories import budget_for
+from tests.support.factories import budget_for
+from tests.support.tokenizers import fake_count
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 KEEP_ONE = HistoryOptions(keep_tool_results=1)

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from ctxbudget import CallableTokenizer, ContextAssembler, Report
-from tests.factories import chunk
+from tests.support.factories import chunk
 
 _COUNT = ("count_exact", "count_method", "count_margin")
 

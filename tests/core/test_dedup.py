@@ -26,7 +26,7 @@ from ctxbudget import (
     TiktokenTokenizer,
 )
 from ctxbudget._sources.dedup import Dedup, Deduplicator, Shingles, cosine, jaccard, shingles
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 OFF = Dedup(jaccard=None, containment=None, cosine=None)
 

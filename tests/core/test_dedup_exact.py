@@ -28,7 +28,7 @@ import ctxbudget._sources.dedup as dedup_module
 from ctxbudget import Chunk, ContextAssembler, Dedup, TiktokenTokenizer, TokenCounter
 from ctxbudget._sources.dedup import Deduplicator, Shingles, shingles
 from ctxbudget._textcache import ShingleCache, VerdictKey, shingle_cache
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 
 class PairwiseReference:

@@ -32,9 +32,8 @@ from ctxbudget._sources.dedup import (
     _words,
     shingles,
 )
-from tests.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
-from tests.factories import recorded
-from tests.security.test_redos import ORDINARY_ASCII
+from tests.support.cputime import MAX_GROWTH, MAX_RATIO, ORDINARY_ASCII, SIZE, fill, paired_times
+from tests.support.factories import recorded
 
 _WORD = re.compile(r"\w+")
 

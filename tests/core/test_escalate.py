@@ -35,8 +35,8 @@ from ctxbudget._sources.escalate import (
     load_sections,
 )
 from ctxbudget._sources.permit import AccessPolicy
-from tests.conftest import fake_count
-from tests.factories import FakeLoader, budget_for, parts, whole, words
+from tests.support.factories import FakeLoader, budget_for, parts, whole, words
+from tests.support.tokenizers import fake_count
 
 
 def assembler(

@@ -23,7 +23,7 @@ from ctxbudget import (
     count_method_of,
     get_tokenizer,
 )
-from tests.factories import chunk
+from tests.support.factories import chunk
 
 # Claude's count over o200k's on the note's samples (ctok v3, v4.7, v4.8; section 3.5).
 # "english" is the larger of the English prose and GPL-3 figures, "code" of the snippet and

@@ -31,8 +31,8 @@ from ctxbudget import (
 )
 from ctxbudget._fence import FENCE_OPEN, fence_frame, fence_notice
 from ctxbudget._sources.fenced import DATA_NOTICE, _opens
-from tests.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
-from tests.factories import (
+from tests.support.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
+from tests.support.factories import (
     DOCUMENT_TAG,
     FENCE_TAG,
     INST,

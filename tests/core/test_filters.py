@@ -5,60 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, reject
-from hypothesis import strategies as st
+from hypothesis import given
 
 from ctxbudget import (
     AccessPolicy,
     AllOf,
     AnyOf,
-    Chunk,
     InputError,
     Matches,
     Missing,
     PermitFilter,
     Principal,
     access_tokens,
-    acl_from_metadata,
     filter_admits,
     fold_filter,
     permit_filter,
     permit_tokens,
 )
 from ctxbudget._sources.permit import permitted
-
-TENANT_KEYS = ("tenant", "org_id")
-GROUPS_KEYS = ("groups", "allowed_groups")
-
-names = st.sampled_from(["acme", "globex", "7", "hr", "sales"])
-stored_name = st.one_of(names, st.sampled_from([7, 8]))
-tenant_value = st.one_of(st.none(), stored_name, st.lists(stored_name, min_size=1, max_size=1))
-groups_value = st.one_of(st.none(), stored_name, st.lists(stored_name, max_size=3))
-principals = st.one_of(
-    st.none(),
-    st.builds(
-        Principal,
-        tenant=st.one_of(st.none(), names),
-        groups=st.frozensets(names, max_size=3),
-    ),
+from tests.support.permit_strategies import (
+    GROUPS_KEYS,
+    TENANT_KEYS,
+    chunk_of,
+    metadatas,
+    policies,
+    principals,
 )
-policies = st.builds(AccessPolicy, require_tenant=st.booleans(), require_groups=st.booleans())
-
-
-@st.composite
-def metadatas(draw: st.DrawFn) -> dict[str, Any]:
-    keys = {key: draw(tenant_value) for key in TENANT_KEYS if draw(st.booleans())}
-    keys |= {key: draw(groups_value) for key in GROUPS_KEYS if draw(st.booleans())}
-    return keys | {"title": "Refunds"}
-
-
-def chunk_of(metadata: dict[str, Any]) -> Chunk:
-    """The chunk the adapters make of `metadata`; metadata they refuse is not drawn."""
-    try:
-        acl = acl_from_metadata(metadata, tenant=TENANT_KEYS, groups=GROUPS_KEYS)
-    except InputError:
-        reject()
-    return Chunk(id="c", content="Refunds take 14 days.", tenant=acl.tenant, groups=acl.groups)
 
 
 @given(metadatas(), principals, policies)

@@ -12,7 +12,7 @@ from ctxbudget import (
     SourceOptions,
     TiktokenTokenizer,
 )
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 BUDGET = budget_for("retrieved", 6_000)
 

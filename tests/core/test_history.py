@@ -37,8 +37,8 @@ from ctxbudget import (
 )
 from ctxbudget._history import ROLE_LABELS, gap_marker
 from ctxbudget._inputs import Role
-from tests.conftest import fake_count
-from tests.factories import budget_for, chunks, recorded
+from tests.support.factories import budget_for, chunks, recorded
+from tests.support.tokenizers import fake_count
 
 # The conftest fake tokenizer, for property tests (hypothesis rejects function-scoped fixtures).
 FAKE = CallableTokenizer(fake_count, name="fake-words")

@@ -19,7 +19,7 @@ from ctxbudget import (
     ingest_metadata,
 )
 from ctxbudget._ingest import DIGEST_KEY, TOKENIZER_KEY, TOKENS_KEY, _digest
-from tests.conftest import fake_count
+from tests.support.tokenizers import fake_count
 
 TEXT = "Refunds take 14 days from delivery; gift cards are final."
 

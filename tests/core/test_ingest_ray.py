@@ -130,7 +130,7 @@ def langchain_sent(documents: list[Any]) -> str:
     """What reached a recording chat model through `retriever | ContextBudgetRunnable`."""
     from langchain_core.runnables import RunnableLambda
 
-    from tests.langchain.conftest import RecordingChatModel, chain_for
+    from tests.support.langchain_stack import RecordingChatModel, chain_for
 
     def retrieve(question: str) -> list[Any]:
         return documents
@@ -158,7 +158,7 @@ def llamaindex_sent(nodes: list[Any]) -> str:
     from llama_index.core.schema import NodeWithScore
 
     from llamaindex_ctxbudget import ContextBudgetPostprocessor, ContextBudgetPromptHelper
-    from tests.llamaindex.li_support import recording_llm
+    from tests.support.llamaindex_stack import recording_llm
 
     llm = recording_llm(5, window=100_000, reserve=1_000)
     postprocessor = ContextBudgetPostprocessor(tokenizer="o200k_base", llm=llm, max_tokens=4_000)

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ValidationError
 
 from ctxbudget import Chunk, Principal, Tool, Turn
 from ctxbudget._inputs import Role, check_text
-from tests.cputime import paired_times
-from tests.factories import chunk
+from tests.support.cputime import paired_times
+from tests.support.factories import chunk
 
 SURROGATE_MESSAGE = r"\n\s+Value error, contains a lone surrogate U\+D800 at index 2"
 

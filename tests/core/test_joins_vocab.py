@@ -21,7 +21,7 @@ from ctxbudget import TiktokenTokenizer, TokenCounter, get_tokenizer
 from ctxbudget import _vocab as vocab
 from ctxbudget._joins import Counted, JoinCounter, Piece, hard, join_counter, stable
 from ctxbudget._tokens import VERIFY_JOINS
-from tests.core.test_joins import CONTEXTS, FRAGMENTS, SEPARATORS, roles, stride
+from tests.support.join_cases import CONTEXTS, FRAGMENTS, SEPARATORS, roles, stride
 
 FAMILIES = ["llama3", "llama4", "qwen2.5", "qwen3.5"]
 """One vocabulary per split pattern (qwen3 shares qwen2.5's file and pattern)."""

@@ -9,7 +9,7 @@ from pydantic import TypeAdapter
 
 from ctxbudget import ContextAssembler, InputError, Tool, get_tokenizer
 from ctxbudget._tools import tool_schema
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 TOOLS = [
     Tool(

@@ -2,7 +2,7 @@
 # ruff: noqa: RUF001
 """The neutralising of look-alikes in every section (core/ctxbudget/_neutralise.py).
 
-Safety is checked on the normalised view of tests/factories.py, written independently of
+Safety is checked on the normalised view of tests/support/factories.py, written independently of
 the library's own: NFKC, format (Cf), mark and other invisible characters removed, and
 every look-alike the tests use folded by a hand-written table. Whatever a model could read
 as a frame tag, a ``[n]`` header or a chat turn must be gone from that view after
@@ -21,7 +21,7 @@ from ctxbudget._fence import datamark
 from ctxbudget._layout import FRAME_TAGS
 from ctxbudget._neutralise import neutralise, neutralise_section
 from ctxbudget._normalised import removable_bytes
-from tests.factories import (
+from tests.support.factories import (
     DOCUMENT_TAG,
     INST,
     SPECIAL_TOKEN,

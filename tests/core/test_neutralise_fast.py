@@ -63,7 +63,7 @@ from ctxbudget._normalised import (
     _view_text,
     is_blank,
 )
-from tests.factories import TAG_A, VS17, smuggled
+from tests.support.factories import TAG_A, VS17, smuggled
 
 Test = TypeVar("Test", bound=Callable[..., None])
 

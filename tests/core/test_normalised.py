@@ -13,7 +13,7 @@ import pytest
 from ctxbudget._fence import datamark
 from ctxbudget._neutralise import neutralise
 from ctxbudget._normalised import is_blank, removable_bytes
-from tests.factories import selectors, smuggled
+from tests.support.factories import selectors, smuggled
 
 # --- how much neutralising can take away ----------------------------------------------------
 

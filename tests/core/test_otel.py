@@ -30,9 +30,9 @@ from ctxbudget import (
     span_attributes,
     trim_turns,
 )
-from tests.factories import budget_for, chunks, words
-from tests.imports import loaded_after
-from tests.otel_spans import recorded_spans
+from tests.support.factories import budget_for, chunks, words
+from tests.support.imports import loaded_after
+from tests.support.otel_spans import recorded_spans
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from ctxbudget import (
     get_tokenizer,
     select_sources,
 )
-from tests.factories import words
+from tests.support.factories import words
 
 O200K = get_tokenizer("o200k_base")
 NO_DEDUP = SourceOptions(dedup=Dedup(jaccard=None, containment=None, cosine=None))

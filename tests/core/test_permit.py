@@ -17,7 +17,7 @@ from ctxbudget import (
 )
 from ctxbudget._report import records
 from ctxbudget._sources.permit import AccessPolicy, permit, permitted
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 OPEN = AccessPolicy()
 

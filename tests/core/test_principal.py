@@ -19,7 +19,7 @@ from ctxbudget import (
     principal_for_call,
     select_sources,
 )
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 ACME = Principal(tenant="acme", groups=frozenset({"staff"}))
 GLOBEX = Principal(tenant="globex", groups=frozenset({"staff"}))

@@ -4,14 +4,11 @@ client over a fake transport, asserted on the request it sent and on the report.
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 import logging
-import math
 from collections.abc import Callable
 from typing import Any
 
-import anthropic
 import boto3
 import httpx
 import pytest
@@ -41,8 +38,16 @@ from ctxbudget import (
     Turn,
     get_tokenizer,
 )
-from tests.factories import chunks
-from tests.imports import loaded_after
+from tests.support.factories import chunks
+from tests.support.imports import loaded_after
+from tests.support.provider_sdks import (
+    AHTTP,
+    AS_O200K,
+    AnthropicServer,
+    Body,
+    scaled,
+    texts_in,
+)
 
 MODEL = "claude-sonnet-4-5"
 TOOLS = [
@@ -52,31 +57,6 @@ TOOLS = [
         parameters={"type": "object", "properties": {"id": {"type": "string"}}},
     )
 ]
-_O200K = get_tokenizer("o200k_base")
-
-Body = dict[str, Any]
-
-# The HTTP package the Anthropic SDK is built on (httpx, or httpx2 in newer SDKs).
-AHTTP: Any = next(
-    importlib.import_module(package)
-    for cls in anthropic.DefaultHttpxClient.__mro__[1:]
-    if (package := cls.__module__.partition(".")[0]).startswith("httpx")
-)
-
-
-def texts_in(body: object) -> list[str]:
-    """Every "text" value in a request body: what a provider counts as prompt text."""
-    if isinstance(body, dict):
-        found = [body["text"]] if isinstance(body.get("text"), str) else []
-        return found + [t for k, v in body.items() if k != "text" for t in texts_in(v)]
-    if isinstance(body, list):
-        return [t for item in body for t in texts_in(item)]
-    return []
-
-
-def scaled(factor: float) -> Callable[[Body], int]:
-    """A provider that counts `factor` times o200k on the request's text (monotone)."""
-    return lambda body: math.ceil(factor * sum(_O200K.count(t) for t in texts_in(body)))
 
 
 def budget(total: int = 2_500, *, retrieved_min: int = 0) -> Budget:
@@ -94,9 +74,6 @@ def budget(total: int = 2_500, *, retrieved_min: int = 0) -> Budget:
     )
 
 
-AS_O200K = scaled(1.0)
-
-
 def assembler(provider: ProviderCount | None, **options: Any) -> ContextAssembler:
     return ContextAssembler(tokenizer=MODEL, budget=budget(), provider_count=provider, **options)
 
@@ -108,35 +85,6 @@ def ask(a: ContextAssembler, **inputs: Any) -> Assembled:
 
 
 # --- Anthropic: the real client over httpx.MockTransport ---------------------------------------
-
-
-class AnthropicServer:
-    """A fake /v1/messages/count_tokens: records each body, answers {"input_tokens": N}."""
-
-    def __init__(self, count: Callable[[Body], int] = AS_O200K) -> None:
-        self.bodies: list[Body] = []
-        self.paths: list[str] = []
-        self.count = count
-        self.fail: Any = None
-        """An HTTP response or transport exception to answer with in place of a count."""
-
-    def handle(self, request: Any) -> Any:
-        if isinstance(self.fail, Exception):
-            raise self.fail
-        if self.fail is not None:
-            return self.fail
-        body = json.loads(request.content)
-        self.bodies.append(body)
-        self.paths.append(request.url.path)
-        return AHTTP.Response(200, json={"input_tokens": self.count(body)})
-
-    def client(self) -> anthropic.Anthropic:
-        return anthropic.Anthropic(
-            api_key="test",
-            base_url="http://sdk.invalid",
-            max_retries=0,
-            http_client=anthropic.DefaultHttpxClient(transport=AHTTP.MockTransport(self.handle)),
-        )
 
 
 def anthropic_count(server: AnthropicServer) -> AnthropicCount:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ctxbudget import Budget, Chunk, ContextAssembler, Principal, SourceOptions, TiktokenTokenizer
 from ctxbudget._sources.render import RenderOptions, header, render_source
-from tests.factories import chunk
+from tests.support.factories import chunk
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 YEAR = timedelta(days=365)

@@ -9,22 +9,14 @@ request with each SDK's client over a fake transport and reading the JSON it wou
 
 from __future__ import annotations
 
-import copy
-import importlib
 import itertools
 import json
-from types import ModuleType
 from typing import Any, get_args
 
-import anthropic
-import openai
 import pytest
-from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from hypothesis import given
 from hypothesis import strategies as st
-from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
-from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import SchemaValidator
+from pydantic import BaseModel, ValidationError
 
 from ctxbudget import (
     Allocation,
@@ -46,8 +38,9 @@ from ctxbudget import (
 from ctxbudget._history import gap_marker
 from ctxbudget._inputs import Role
 from ctxbudget._result import CONVERSATION_START
-from tests.conftest import fake_count
-from tests.factories import chunks
+from tests.support.factories import chunks
+from tests.support.provider_sdks import anthropic_sends, anthropic_valid, openai_sends, openai_valid
+from tests.support.tokenizers import fake_count
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 SYSTEM = "Answer from the sources."
@@ -99,111 +92,6 @@ def with_history(result: Assembled, history: list[tuple[Role, str]]) -> Assemble
 def texts(message: Any) -> list[str]:
     content = message["content"]
     return [content] if isinstance(content, str) else [block["text"] for block in content]
-
-
-# --- the SDKs' own request types, strict --------------------------------------------------------
-
-
-def _tighten(node: object) -> None:
-    """Forbid unknown keys in every TypedDict and model, and check Iterable items now."""
-    if isinstance(node, dict):
-        if node.get("type") in ("typed-dict", "model-fields"):
-            node["extra_behavior"] = "forbid"
-        if node.get("type") == "generator":
-            node["type"] = "list"
-        for value in node.values():
-            _tighten(value)
-    elif isinstance(node, list):
-        for value in node:
-            _tighten(value)
-
-
-def strict(request_type: Any) -> SchemaValidator:
-    schema = copy.deepcopy(TypeAdapter(request_type).core_schema)
-    _tighten(schema)
-    return SchemaValidator(schema)
-
-
-OPENAI_REQUEST = strict(CompletionCreateParamsNonStreaming)
-ANTHROPIC_REQUEST = strict(MessageCreateParamsNonStreaming)
-
-
-def openai_valid(messages: object) -> None:
-    OPENAI_REQUEST.validate_python({"model": "gpt-4o", "messages": messages})
-
-
-def anthropic_valid(prompt: Any) -> None:
-    ANTHROPIC_REQUEST.validate_python({**prompt, "model": "claude-test-model", "max_tokens": 64})
-
-
-# --- the SDKs' clients over a fake transport ---------------------------------------------------
-
-OPENAI_REPLY = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "created": 0,
-    "model": "gpt-4o",
-    "choices": [
-        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
-    ],
-}
-ANTHROPIC_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-test-model",
-    "content": [{"type": "text", "text": "ok"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 1, "output_tokens": 1},
-}
-
-
-def http_package(client_class: type) -> ModuleType:
-    """The HTTP package an SDK's client is built on (httpx, or httpx2 in newer SDKs)."""
-    return next(
-        importlib.import_module(package)
-        for cls in client_class.__mro__[1:]
-        if (package := cls.__module__.partition(".")[0]).startswith("httpx")
-    )
-
-
-def fake_transport(sdk: Any, reply: dict[str, Any], sent: list[dict[str, Any]]) -> Any:
-    http = http_package(sdk.DefaultHttpxClient)
-
-    def handle(request: Any) -> Any:
-        sent.append(json.loads(request.content))
-        return http.Response(200, json=reply)
-
-    return sdk.DefaultHttpxClient(transport=http.MockTransport(handle))
-
-
-def openai_sends(messages: Any) -> dict[str, Any]:
-    """The JSON body the OpenAI SDK posts for these messages."""
-    sent: list[dict[str, Any]] = []
-    client = openai.OpenAI(
-        api_key="test",
-        base_url="http://sdk.invalid/v1",
-        max_retries=0,
-        http_client=fake_transport(openai, OPENAI_REPLY, sent),
-    )
-    reply = client.chat.completions.create(model="gpt-4o", messages=messages)
-    assert reply.choices[0].message.content == "ok"
-    return sent[0]
-
-
-def anthropic_sends(prompt: Any) -> dict[str, Any]:
-    """The JSON body the Anthropic SDK posts for ``**prompt``."""
-    sent: list[dict[str, Any]] = []
-    client = anthropic.Anthropic(
-        api_key="test",
-        base_url="http://sdk.invalid",
-        max_retries=0,
-        http_client=fake_transport(anthropic, ANTHROPIC_REPLY, sent),
-    )
-    reply = client.messages.create(**prompt, model="claude-test-model", max_tokens=64)
-    assert reply.content[0].type == "text"
-    return sent[0]
 
 
 # --- the strict check has teeth -----------------------------------------------------------------

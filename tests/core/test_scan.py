@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxbudget._scan import flag_instructions, scan_for_instructions
-from tests.factories import chunk, selectors, smuggled
+from tests.support.factories import chunk, selectors, smuggled
 
 IGNORE = "asks to ignore earlier instructions"
 ADDRESSED = "addresses instructions to an AI"

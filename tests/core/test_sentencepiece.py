@@ -34,8 +34,8 @@ from ctxbudget import (
 )
 from ctxbudget import _sentencepiece as sentencepiece
 from ctxbudget import _vocab as vocab
-from tests.factories import chunk
-from tests.imports import loaded_after
+from tests.support.factories import chunk
+from tests.support.imports import loaded_after
 
 _HAS_SENTENCEPIECE = importlib.util.find_spec("sentencepiece") is not None
 _SENTENCEPIECE = pytest.mark.skipif(

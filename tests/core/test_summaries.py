@@ -28,8 +28,8 @@ from ctxbudget import (
     get_tokenizer,
     trim_turns,
 )
-from tests.conftest import fake_count
-from tests.factories import budget_for
+from tests.support.factories import budget_for
+from tests.support.tokenizers import fake_count
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 

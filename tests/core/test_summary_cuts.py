@@ -34,8 +34,8 @@ from ctxbudget import (
 from ctxbudget._conversation import SpanKeys, span_key
 from ctxbudget._history import ROLE_LABELS
 from ctxbudget._inputs import Role
-from tests.conftest import fake_count
-from tests.factories import budget_for
+from tests.support.factories import budget_for
+from tests.support.tokenizers import fake_count
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 

@@ -28,8 +28,8 @@ from ctxbudget import (
     Tool,
 )
 from ctxbudget._tools import render_tool
-from tests.conftest import fake_count
-from tests.factories import budget_for, recorded
+from tests.support.factories import budget_for, recorded
+from tests.support.tokenizers import fake_count
 
 FAKE = CallableTokenizer(fake_count, name="fake-words")
 

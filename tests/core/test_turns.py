@@ -19,7 +19,7 @@ from ctxbudget import (
     neutralise_section,
     trim_turns,
 )
-from tests.factories import budget_for
+from tests.support.factories import budget_for
 
 
 def turns(n: int, words: int = 30) -> list[Turn]:

@@ -31,8 +31,8 @@ from ctxbudget import (
     resolve_model,
 )
 from ctxbudget import _vocab as vocab
-from tests.factories import chunk
-from tests.imports import loaded_after
+from tests.support.factories import chunk
+from tests.support.imports import loaded_after
 
 TIKTOKEN_FORMAT = ["llama3", "llama4", "qwen2.5", "qwen3", "qwen3.5"]
 

@@ -6,7 +6,7 @@ import pytest
 
 from ctxbudget import Chunk
 from ctxbudget.eval import Case, synthetic_corpus
-from tests.eval.eval_support import Recorder
+from tests.support.eval_recorder import Recorder
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from ctxbudget import Chunk, ContextAssembler, SourceOptions
 from ctxbudget.eval import FIELDS, VARIANTS, Case, EvalError, ablate, ablation, lexical_retriever
-from tests.eval.eval_support import Recorder
+from tests.support.eval_recorder import Recorder
 
 Corpus = tuple[list[Case], list[Chunk]]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import ctxbudget.eval
-from tests.imports import loaded_after
+from tests.support.imports import loaded_after
 
 
 def _isort_style(name: str) -> tuple[int, str]:

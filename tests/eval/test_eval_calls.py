@@ -11,7 +11,7 @@ import pytest
 
 from ctxbudget.eval import EvalError
 from ctxbudget.eval._calls import LONG_RUN, answer_all, check_workers, show_progress
-from tests.eval.eval_support import Recorder
+from tests.support.eval_recorder import Recorder
 
 
 def test_answers_come_back_in_prompt_order() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from ctxbudget import Allocation, Budget, Chunk, ContextAssembler
 from ctxbudget.eval import Case, EvalError, KneeResult, k_knee, lexical_retriever
-from tests.eval.eval_support import Recorder
+from tests.support.eval_recorder import Recorder
 
 Corpus = tuple[list[Case], list[Chunk]]
 _HEADER = re.compile(r"^\[\d+\]", re.MULTILINE)

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 from llama_index.core.llms import MockLLM
 
 from ctxbudget.eval import EvalError, Model, cached, from_langchain, from_llamaindex
-from tests.eval.eval_support import Recorder
+from tests.support.eval_recorder import Recorder
 
 
 def test_cached_answers_a_repeated_prompt_from_disk(tmp_path: Path) -> None:

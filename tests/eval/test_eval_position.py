@@ -15,7 +15,7 @@ from ctxbudget.eval import (
     simulated_generator,
     synthetic_corpus,
 )
-from tests.eval.eval_support import Recorder
+from tests.support.eval_recorder import Recorder
 
 Corpus = tuple[list[Case], list[Chunk]]
 _HEADER = re.compile(r"^\[(\d+)\]", re.MULTILINE)

@@ -14,8 +14,8 @@ from langchain_core.runnables import RunnableLambda
 from ctxbudget import CacheMonitor, ContextAssembler
 from langchain_ctxbudget import CacheMonitorHandler, ContextBudgetRunnable
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.factories import words
-from tests.langchain.conftest import RecordingChatModel, small_budget
+from tests.support.factories import words
+from tests.support.langchain_stack import RecordingChatModel, small_budget
 
 SYSTEM = "You answer from the sources. " + words("rule", 40)
 

@@ -28,7 +28,7 @@ from langchain_ctxbudget import (
     fence_numbered,
 )
 from langchain_ctxbudget._convert import to_chunks
-from tests.langchain.conftest import (
+from tests.support.langchain_stack import (
     PROMPT,
     RecordingChatModel,
     corpus,

@@ -23,8 +23,8 @@ from langchain_core.tools import tool
 from ctxbudget import Allocation, Budget, ContextAssembler, HistoryOptions
 from langchain_ctxbudget import ContextBudgetRunnable, trim_history
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.langchain.agent_oracle import check_history
-from tests.langchain.conftest import RecordingChatModel, message_tokens, received_tokens
+from tests.support.langchain_agent_oracle import check_history
+from tests.support.langchain_stack import RecordingChatModel, message_tokens, received_tokens
 
 CLEARED = re.compile(r"\[tool result cleared: lookup_order, ([\d,]+) tokens\]")
 

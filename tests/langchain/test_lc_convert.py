@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from ctxbudget import Chunk, InputError, TiktokenTokenizer, ingest_metadata
 from langchain_ctxbudget._convert import MetadataMapping, metadata_of, to_chunks
-from tests.imports import loaded_after
+from tests.support.imports import loaded_after
 
 
 def one(metadata: dict[str, Any], *, id: str | None = "c1", content: str = "text") -> Chunk:

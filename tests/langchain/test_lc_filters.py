@@ -30,7 +30,8 @@ from langchain_ctxbudget.filters import (
     pinecone_filter,
     qdrant_filter,
 )
-from tests.core.test_filters import (
+from tests.support.langchain_stack import RecordingChatModel
+from tests.support.permit_strategies import (
     GROUPS_KEYS,
     TENANT_KEYS,
     chunk_of,
@@ -38,7 +39,6 @@ from tests.core.test_filters import (
     policies,
     principals,
 )
-from tests.langchain.conftest import RecordingChatModel
 
 SALES = Principal(tenant="acme", groups=frozenset({"sales"}))
 OPEN = AccessPolicy()

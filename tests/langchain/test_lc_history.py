@@ -29,9 +29,15 @@ from ctxbudget import (
     get_tokenizer,
 )
 from langchain_ctxbudget import history_trimmer, trim_history
-from tests.langchain.agent_oracle import START, check_anthropic, check_history, check_openai
-from tests.langchain.conftest import RecordingChatModel, received_tokens
-from tests.langchain.test_lc_runnable import assert_tool_calls_answered, history_with_tools
+from tests.support.langchain_agent_oracle import (
+    START,
+    assert_tool_calls_answered,
+    check_anthropic,
+    check_history,
+    check_openai,
+)
+from tests.support.langchain_agents import history_with_tools
+from tests.support.langchain_stack import RecordingChatModel, received_tokens
 
 GAP = re.compile(r"\[… (\d+) messages? omitted …\]")
 O200K = get_tokenizer("o200k_base")

@@ -4,7 +4,6 @@ very text and tokenizer (TokenCountTransformer), recounted otherwise, on every p
 from __future__ import annotations
 
 import copy
-import random
 from typing import Any
 
 import pytest
@@ -20,7 +19,8 @@ from ctxbudget import (
     ingest_metadata,
 )
 from langchain_ctxbudget import TokenCountTransformer
-from tests.langchain.conftest import (
+from tests.support.factories import passage
+from tests.support.langchain_stack import (
     PATHS,
     Path,
     RecordingChatModel,
@@ -31,12 +31,6 @@ from tests.langchain.conftest import (
 
 LIMIT = 2_000
 QUESTION = "How long do refunds take?"
-
-
-def passage(i: int) -> str:
-    """708 tokens (o200k_base) of random words: no two passages are near-duplicates."""
-    draw = random.Random(i)
-    return " ".join(f"q{draw.randrange(1_000)}" for _ in range(354))
 
 
 def limited() -> ContextAssembler:

@@ -28,56 +28,17 @@ from ctxbudget import (
 )
 from langchain_ctxbudget import ContextBudgetRunnable
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.langchain.agent_oracle import check_history
-from tests.langchain.conftest import RecordingChatModel, received_tokens, small_budget, tokens
-from tests.langchain.test_lc_runnable import assert_tool_calls_answered, history_with_tools
+from tests.support.langchain_agent_oracle import assert_tool_calls_answered, check_history
+from tests.support.langchain_agents import (
+    SYSTEM,
+    agent_model,
+    history_with_tools,
+    lookup_order,
+    run_agent,
+)
+from tests.support.langchain_stack import RecordingChatModel, received_tokens, small_budget, tokens
 
-SYSTEM = "You are the returns desk of Acme. Use the tools."
 GAP = re.compile(r"\[… \d+ messages? omitted …\]")
-
-
-@tool
-def lookup_order(order_id: str) -> str:
-    """Look up an order by its id: status, items and shipping date."""
-    return f"order {order_id}: delivered, 2 items"
-
-
-def filler_tools(count: int) -> list[BaseTool]:
-    """Tools with long descriptions, listed after the useful one, so a small budget drops them."""
-
-    def make(i: int) -> BaseTool:
-        def run(x: str) -> str:
-            return x
-
-        run.__name__ = f"filler_{i}"
-        run.__doc__ = f"Filler tool number {i}. " + "It does nothing useful at all. " * 12
-        return tool(run)
-
-    return [make(i) for i in range(count)]
-
-
-def agent_model() -> RecordingChatModel:
-    call = {"name": "lookup_order", "args": {"order_id": "17"}, "id": "call-live"}
-    return RecordingChatModel(
-        replies=[AIMessage("", tool_calls=[call]), AIMessage("Order 17 was delivered [1].")]
-    )
-
-
-def run_agent(
-    model: RecordingChatModel, messages: list[BaseMessage], *, tools: int = 0
-) -> dict[str, Any]:
-    assembler = ContextAssembler(
-        tokenizer="gpt-4o", budget=small_budget(history=250, tools=300), native_tools=True
-    )
-    agent = create_agent(
-        model,
-        [lookup_order, *filler_tools(tools)],
-        system_prompt=SYSTEM,
-        middleware=[ContextBudgetMiddleware(assembler)],
-    )
-    state: Any = {"messages": messages}
-    result: dict[str, Any] = agent.invoke(state)
-    return result
 
 
 def test_middleware_trims_history_by_whole_turns() -> None:

@@ -16,7 +16,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ctxbudget import ContextAssembler, InputError, Principal
 from langchain_ctxbudget import ContextBudgetRunnable, trim_history
-from tests.langchain.conftest import (
+from tests.support.langchain_agents import agent_model, run_agent
+from tests.support.langchain_stack import (
     Path,
     RecordingChatModel,
     chain_for,
@@ -24,8 +25,7 @@ from tests.langchain.conftest import (
     small_budget,
     vector_retriever,
 )
-from tests.langchain.test_lc_middleware import agent_model, run_agent
-from tests.otel_spans import recorded_spans
+from tests.support.otel_spans import recorded_spans
 
 _ADAPTER_SPAN: dict[Path, tuple[str, str]] = {
     "runnable": ("ContextBudgetRunnable.invoke", "select_sources"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import langchain_ctxbudget
 from ctxbudget import __version__ as core_version
-from tests.imports import loaded_after
+from tests.support.imports import loaded_after
 
 BLOCK = (
     "import sys\n"

@@ -21,8 +21,8 @@ from langchain_core.runnables import RunnableLambda
 
 from ctxbudget import ContextAssembler, InputError, Principal
 from langchain_ctxbudget import MetadataMapping
-from tests.acl_oracle import Rule, acl_keys, expected_acl, may_see
-from tests.langchain.conftest import (
+from tests.support.acl_oracle import Rule, acl_keys, expected_acl, may_see
+from tests.support.langchain_stack import (
     PATHS,
     Path,
     RecordingChatModel,

@@ -30,7 +30,7 @@ from langchain_ctxbudget import (
     ContextBudgetRunnable,
     ContextBudgetTransformer,
 )
-from tests.langchain.conftest import RecordingChatModel, small_budget, vector_retriever
+from tests.support.langchain_stack import RecordingChatModel, small_budget, vector_retriever
 
 ACME = Principal(tenant="acme")
 GLOBEX = Principal(tenant="globex")

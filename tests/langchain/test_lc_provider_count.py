@@ -24,9 +24,9 @@ from langchain_ctxbudget import (
     ContextBudgetTransformer,
 )
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.core.test_provider_count import AHTTP, AnthropicServer
-from tests.langchain.agent_oracle import anthropic_prompt
-from tests.langchain.conftest import RecordingChatModel, tokens, vector_retriever
+from tests.support.langchain_agent_oracle import anthropic_prompt
+from tests.support.langchain_stack import RecordingChatModel, tokens, vector_retriever
+from tests.support.provider_sdks import AHTTP, AnthropicServer
 
 MODEL = "claude-sonnet-4-5"
 TOTAL = 1_200

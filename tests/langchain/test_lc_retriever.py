@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ctxbudget import ContextAssembler, InputError, Principal
 from langchain_ctxbudget import ContextBudgetRetriever, ContextBudgetTransformer
-from tests.langchain.conftest import (
+from tests.support.langchain_stack import (
     PROMPT,
     RecordingChatModel,
     corpus,

@@ -15,7 +15,6 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
 from langchain_core.prompt_values import ChatPromptValue
 from langchain_core.prompts import ChatPromptTemplate
@@ -33,7 +32,9 @@ from ctxbudget import (
     get_tokenizer,
 )
 from langchain_ctxbudget import ContextBudgetRunnable
-from tests.langchain.conftest import RecordingChatModel, corpus, small_budget, vector_retriever
+from tests.support.langchain_agent_oracle import assert_tool_calls_answered
+from tests.support.langchain_agents import history_with_tools
+from tests.support.langchain_stack import RecordingChatModel, corpus, small_budget, vector_retriever
 
 QUESTION = "How long do refunds take?"
 PROMPT = ChatPromptTemplate.from_messages(
@@ -303,32 +304,6 @@ def test_runnable_dict_tools_are_described_in_the_prefix(assembler: ContextAssem
         tools=[lookup_order, builtin],
     )
     assert "lookup_order: Look up an order by its id." in str(messages[0].content)
-
-
-def history_with_tools(turns: int) -> list[BaseMessage]:
-    """A conversation of `turns` exchanges, every third one an AI tool call and its result."""
-    messages: list[BaseMessage] = [HumanMessage("I want to return my order 17, it arrived broken.")]
-    for i in range(turns):
-        if i % 3 == 1:
-            call = {"name": "lookup_order", "args": {"id": str(i)}, "id": f"call-{i}"}
-            messages.append(AIMessage("", tool_calls=[call]))
-            messages.append(ToolMessage(f"order {i}: shipped, 2 items", tool_call_id=f"call-{i}"))
-        messages.append(AIMessage(f"Answer number {i} about the return of order 17."))
-        messages.append(HumanMessage(f"Follow-up question number {i} about the refund."))
-    return messages
-
-
-def assert_tool_calls_answered(messages: list[BaseMessage]) -> None:
-    """Every AI tool call is followed by its results, and every result follows its call."""
-    for index, message in enumerate(messages):
-        if isinstance(message, AIMessage) and message.tool_calls:
-            answer = messages[index + 1]
-            assert isinstance(answer, ToolMessage)
-            assert answer.tool_call_id == message.tool_calls[0]["id"]
-        if isinstance(message, ToolMessage):
-            call = messages[index - 1]
-            assert isinstance(call, AIMessage)
-            assert call.tool_calls[0]["id"] == message.tool_call_id
 
 
 def test_runnable_dict_history_is_trimmed_by_whole_turns(assembler: ContextAssembler) -> None:

@@ -18,8 +18,8 @@ from langchain_core.messages import (
 
 from ctxbudget import Allocation, Budget, ContextAssembler, ContextBudgetError
 from langchain_ctxbudget import ContextBudgetRunnable
-from tests.langchain.agent_oracle import check_anthropic, check_history, check_openai
-from tests.langchain.conftest import RecordingChatModel, received_tokens
+from tests.support.langchain_agent_oracle import check_anthropic, check_history, check_openai
+from tests.support.langchain_stack import RecordingChatModel, received_tokens
 
 
 def words(tag: str, n: int) -> str:

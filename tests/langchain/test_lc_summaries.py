@@ -32,9 +32,9 @@ from pydantic import Field
 from ctxbudget import Allocation, Budget, ContextAssembler, HistoryOptions
 from langchain_ctxbudget import ContextBudgetRunnable, history_trimmer, trim_history
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.langchain.agent_oracle import SUMMARY, announced, check_history
-from tests.langchain.conftest import RecordingChatModel, received_tokens
-from tests.langchain.test_lc_messages import HOSTILE, assert_inert
+from tests.support.factories import HOSTILE_TURN, assert_inert
+from tests.support.langchain_agent_oracle import SUMMARY, announced, check_history
+from tests.support.langchain_stack import RecordingChatModel, received_tokens
 
 TEXT = "The user is returning order 17; a refund of 40 EUR was agreed."
 OPTIONS = HistoryOptions(summary_tokens=60, clear_tool_results=False)
@@ -124,7 +124,7 @@ def test_trim_history_summariser_gets_a_short_prompt_and_the_excerpt() -> None:
 
 def test_trim_history_excerpt_for_the_summariser_is_neutralised() -> None:
     model = SummaryModel()
-    history = [HumanMessage("Hi"), AIMessage("Hello!"), HumanMessage(HOSTILE), *chat(20)]
+    history = [HumanMessage("Hi"), AIMessage("Hello!"), HumanMessage(HOSTILE_TURN), *chat(20)]
     trim_history(history, max_tokens=300, tokenizer="gpt-4o", options=OPTIONS, summarize=model)
     [[_, excerpt]] = model.prompts
     body = excerpt.text.removeprefix("<conversation>\n").removesuffix("\n</conversation>")

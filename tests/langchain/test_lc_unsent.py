@@ -10,8 +10,8 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 
 from ctxbudget import Allocation, Budget, ContextAssembler, ContextBudgetError
-from tests.langchain.conftest import PATHS, Path, RecordingChatModel, chain_for
-from tests.langchain.test_lc_ingest import passage
+from tests.support.factories import passage
+from tests.support.langchain_stack import PATHS, Path, RecordingChatModel, chain_for
 
 QUESTION = "How long do refunds take?"
 OVERSIZE = [Document(passage(i), id=f"manual-{i}") for i in range(3)]

@@ -24,7 +24,7 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 
 from ctxbudget import TiktokenTokenizer
-from tests.llamaindex.li_support import RecordingLLM, recording_llm
+from tests.support.llamaindex_stack import RecordingLLM, recording_llm
 
 
 class _Collector(BaseEventHandler):

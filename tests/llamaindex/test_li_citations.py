@@ -16,7 +16,7 @@ from llamaindex_ctxbudget import (
     source_numbers,
     to_chunk,
 )
-from tests.llamaindex.li_support import (
+from tests.support.llamaindex_stack import (
     ListPostprocessor,
     RecordingLLM,
     build_index,

@@ -19,7 +19,7 @@ from llamaindex_ctxbudget import (
     ContextBudgetPromptHelper,
 )
 from llamaindex_ctxbudget._config import budget_for, build_assembler, num_output_of
-from tests.llamaindex.li_support import RecordingChatLLM
+from tests.support.llamaindex_stack import RecordingChatLLM
 
 
 def test_build_assembler_from_its_arguments() -> None:

@@ -29,8 +29,8 @@ from llamaindex_ctxbudget import (
     as_principal,
     to_chunk,
 )
-from tests.acl_oracle import acl_keys, expected_acl, may_see
-from tests.llamaindex.li_support import recording_llm
+from tests.support.acl_oracle import acl_keys, expected_acl, may_see
+from tests.support.llamaindex_stack import recording_llm
 
 
 def node(text: str = "Refunds take 14 days.", **fields: Any) -> TextNode:

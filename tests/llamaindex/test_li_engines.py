@@ -3,9 +3,9 @@
 A `VectorStoreIndex` with `MockEmbedding`, an LLM that records every prompt, the
 postprocessor, later postprocessors that reorder or filter, and both prompt helpers
 (ours and LlamaIndex's own); assertions are on the recorded prompts, read by the
-independent readers in `li_support`: every source inside a fence with its own number,
-no number twice in a call, forbidden text absent, the window held (counted with
-tiktoken's encoding itself), and ``response.source_nodes`` exactly what was sent.
+independent readers in `tests/support/llamaindex_stack.py`: every source inside a fence with
+its own number, no number twice in a call, forbidden text absent, the window held (counted
+with tiktoken's encoding itself), and ``response.source_nodes`` exactly what was sent.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from llamaindex_ctxbudget import (
     ContextBudgetPromptHelper,
     as_principal,
 )
-from tests.llamaindex.li_support import (
+from tests.support.llamaindex_stack import (
     FACTS,
     FENCE_CLOSE,
     FENCE_OPEN,

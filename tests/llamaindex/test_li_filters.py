@@ -27,7 +27,7 @@ from llamaindex_ctxbudget import (
     principal_filters,
     to_chunk,
 )
-from tests.llamaindex.li_support import RecordingLLM, numbers
+from tests.support.llamaindex_stack import RecordingLLM, numbers
 
 SALES = Principal(tenant="acme", groups=frozenset({"sales"}))
 OPEN = AccessPolicy()

@@ -20,7 +20,7 @@ from ctxbudget import (
     scan_for_instructions,
 )
 from llamaindex_ctxbudget import ContextBudgetPostprocessor, ContextBudgetPromptHelper, TokenCounter
-from tests.llamaindex.li_support import FENCE_CLOSE, FENCE_OPEN, recording_llm
+from tests.support.llamaindex_stack import FENCE_CLOSE, FENCE_OPEN, recording_llm
 
 KEYS = ("ctxbudget_tokens", "ctxbudget_tokenizer", "ctxbudget_digest", "ctxbudget_ordinal")
 

@@ -1,5 +1,5 @@
 """`ContextBudgetMemory` on its own: what it stores, how it is sized, and the history its
-`get` returns, read by the independent oracle in `li_chat_oracle`."""
+`get` returns, read by the independent oracle in `tests/support/llamaindex_chat_oracle.py`."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from ctxbudget import (
 )
 from llamaindex_ctxbudget import ContextBudgetMemory, HistoryTrimmedEvent
 from llamaindex_ctxbudget._config import budget_for
-from tests.llamaindex.li_chat_oracle import GAP, SUMMARY, check_history, section, tagged
-from tests.llamaindex.li_support import RecordingChatLLM
+from tests.support.llamaindex_chat_oracle import GAP, SUMMARY, check_history, section, tagged
+from tests.support.llamaindex_stack import RecordingChatLLM
 
 RAMBLE = " and then some more about the order" * 6
 

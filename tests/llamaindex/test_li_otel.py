@@ -19,8 +19,8 @@ from llamaindex_ctxbudget import (
     ContextBudgetPostprocessor,
     ContextBudgetPromptHelper,
 )
-from tests.llamaindex.li_support import FACTS, SECRET, RecordingLLM, build_index, fact
-from tests.otel_spans import recorded_spans
+from tests.support.llamaindex_stack import FACTS, SECRET, RecordingLLM, build_index, fact
+from tests.support.otel_spans import recorded_spans
 
 _POSTPROCESS = "ctxbudget.llamaindex.ContextBudgetPostprocessor.postprocess_nodes"
 

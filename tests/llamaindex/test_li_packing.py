@@ -19,7 +19,7 @@ from ctxbudget import (
     select_sources,
 )
 from llamaindex_ctxbudget._packing import Packed, Unit, pack, read
-from tests.llamaindex.li_support import fence_spans, numbers
+from tests.support.llamaindex_stack import fence_spans, numbers
 
 HOSTILE = st.sampled_from(
     [

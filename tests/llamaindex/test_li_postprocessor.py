@@ -48,7 +48,7 @@ from llamaindex_ctxbudget import (
     as_principal,
     to_chunk,
 )
-from tests.llamaindex.li_support import RecordingLLM, recording_llm
+from tests.support.llamaindex_stack import RecordingLLM, recording_llm
 
 ACME_HR = Principal(tenant="acme", groups=frozenset({"hr"}))
 

@@ -29,7 +29,7 @@ from llamaindex_ctxbudget import (
     ContextBudgetPromptHelper,
     ContextPackedEvent,
 )
-from tests.llamaindex.li_support import FENCE_OPEN, fence_spans, fenced, numbers, recording_llm
+from tests.support.llamaindex_stack import FENCE_OPEN, fence_spans, fenced, numbers, recording_llm
 
 QA = PromptTemplate("Context:\n{context_str}\nQuestion: What now?\nAnswer: ")
 FACTS = [f"Fact {i}: the warehouse in city {i} opens at {i + 6} o'clock." for i in range(6)]

@@ -5,7 +5,7 @@
 A reference parser written here reads the prompt the way a model would have to:
 it finds the one real fence, splits its body into source blocks by their headers,
 and must recover exactly the sources the assembler says it included. Safety is
-checked on the normalised view of tests/factories.py (NFKC, invisible
+checked on the normalised view of tests/support/factories.py (NFKC, invisible
 characters removed, look-alikes folded), so a fullwidth, small-capital or
 zero-width-split tag counts as a tag. Memory, history and tool descriptions are
 attacked too: no section can forge another's frame, a source or a turn.
@@ -37,7 +37,7 @@ from ctxbudget._layout import FRAME_TAGS
 from ctxbudget._neutralise import neutralise
 from ctxbudget._scan import flag_instructions
 from ctxbudget._sources.dedup import Dedup
-from tests.factories import (
+from tests.support.factories import (
     FRAME_TAG,
     LINE_START_HEADER,
     LINE_START_ROLE,
@@ -62,7 +62,7 @@ BUDGET = Budget(
 )
 NO_DEDUP = Dedup(jaccard=None, containment=None, cosine=None)
 
-# --- the normalised view (the oracle of tests/factories.py), with the closing slash captured --
+# --- the normalised view (the oracle of tests/support/factories.py), closing slash captured ---
 
 FENCE_TAG = re.compile(r"<[\s\\]*(/?)[\s/\\]*retrieved[\W_]*documents", re.IGNORECASE)
 DOCUMENT_TAG = re.compile(r"<[\s\\]*(/?)[\s/\\]*document\b", re.IGNORECASE)

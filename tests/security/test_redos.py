@@ -23,8 +23,15 @@ from ctxbudget import Allocation, Budget, CallableTokenizer, Chunk, ContextAssem
 from ctxbudget._neutralise import neutralise, neutralise_section
 from ctxbudget._normalised import is_blank, removable_bytes
 from ctxbudget._scan import scan_for_instructions
-from tests.conftest import fake_count
-from tests.cputime import MAX_GROWTH, MAX_RATIO, SIZE, fill, paired_times
+from tests.support.cputime import (
+    MAX_GROWTH,
+    MAX_RATIO,
+    ORDINARY_ASCII,
+    SIZE,
+    fill,
+    paired_times,
+)
+from tests.support.tokenizers import fake_count
 
 
 def padded(head: str, pad: str, tail: str = "") -> Callable[[int], str]:
@@ -36,10 +43,6 @@ def repeated(unit: str) -> Callable[[int], str]:
     return lambda size: fill(unit, size)
 
 
-ORDINARY_ASCII = (
-    "Refunds take 14 days from delivery: see [3] and the table below. If a < b, "
-    "the customer keeps the item. Note: gift cards are final [12].\n"
-)
 ORDINARY_WORLD = (
     "Политика возврата: 14 дней с момента доставки [3]. 退货政策：收到货物后14天内可以退货。"
     "Réunion: la société a décidé d’évaluer. Ναι: 14 ημέρες. a < b.\n"

@@ -1,5 +1,6 @@
 """`ContextBudgetMemory` in LlamaIndex's chat engines and agents: what reached a recording
-LLM, read by the independent oracle in `li_chat_oracle` and counted with tiktoken itself."""
+LLM, read by the independent oracle in `tests/support/llamaindex_chat_oracle.py` and counted
+with tiktoken itself."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from llamaindex_ctxbudget import (
     ContextBudgetPostprocessor,
     HistoryTrimmedEvent,
 )
-from tests.llamaindex.li_chat_oracle import (
+from tests.support.llamaindex_chat_oracle import (
     GAP,
     SUMMARY,
     TAG,
@@ -31,7 +32,7 @@ from tests.llamaindex.li_chat_oracle import (
     check_valid,
     tagged,
 )
-from tests.llamaindex.li_support import RecordingChatLLM, build_index
+from tests.support.llamaindex_stack import RecordingChatLLM, build_index
 
 LIMIT = 500
 RAMBLE = " Some background about my order and what happened with it." * 6

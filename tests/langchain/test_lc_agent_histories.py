@@ -1,5 +1,6 @@
 """Random agent histories through `trim_history` and `ContextBudgetMiddleware`, checked on
-what reached a recording model by `agent_oracle` (README "Agents and chat").
+what reached a recording model by `tests/support/langchain_agent_oracle.py` (README "Agents
+and chat").
 
 The histories: rounds of an optional system message, the user's message, zero to two AI
 steps each making one to three tool calls answered by `ToolMessage`s (sometimes a system
@@ -38,8 +39,8 @@ from ctxbudget import (
 )
 from langchain_ctxbudget import trim_history
 from langchain_ctxbudget.middleware import ContextBudgetMiddleware
-from tests.langchain.agent_oracle import check_history
-from tests.langchain.conftest import RecordingChatModel, received_tokens, tokens
+from tests.support.langchain_agent_oracle import check_history
+from tests.support.langchain_stack import RecordingChatModel, received_tokens, tokens
 
 TOOLS = ("search", "lookup", "fetch")
 SYSTEM = "You are the returns desk. Use the tools."

@@ -1,4 +1,4 @@
-"""Types for running the `ctxbudget` command in tests (the fixtures are in conftest.py)."""
+"""Types for running the `ctxbudget` command in tests (the `cli` fixture: tests/cli/conftest.py)."""
 
 from __future__ import annotations
 

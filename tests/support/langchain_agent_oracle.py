@@ -35,7 +35,7 @@ from langchain_core.messages import (
 )
 
 from ctxbudget import neutralise_section
-from tests.core.test_result import anthropic_valid, openai_valid
+from tests.support.provider_sdks import anthropic_valid, openai_valid
 
 GAP = re.compile(r"\[… (\d+) messages? omitted …\]")
 SUMMARY = re.compile(r"\[Summary of (\d+) earlier messages?: .*\]", re.DOTALL)
@@ -205,3 +205,16 @@ def check_history(given: Sequence[BaseMessage], sent: Sequence[BaseMessage]) -> 
     check_openai(sent)
     check_anthropic(sent)
     return back
+
+
+def assert_tool_calls_answered(messages: list[BaseMessage]) -> None:
+    """Every AI tool call is followed by its results, and every result follows its call."""
+    for index, message in enumerate(messages):
+        if isinstance(message, AIMessage) and message.tool_calls:
+            answer = messages[index + 1]
+            assert isinstance(answer, ToolMessage)
+            assert answer.tool_call_id == message.tool_calls[0]["id"]
+        if isinstance(message, ToolMessage):
+            call = messages[index - 1]
+            assert isinstance(call, AIMessage)
+            assert call.tool_calls[0]["id"] == message.tool_call_id

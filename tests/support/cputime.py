@@ -21,6 +21,12 @@ MAX_RATIO = 20.0
 MAX_GROWTH = 8.0
 """How much longer four times the input may take (linear: about 4)."""
 
+ORDINARY_ASCII = (
+    "Refunds take 14 days from delivery: see [3] and the table below. If a < b, "
+    "the customer keeps the item. Note: gift cards are final [12].\n"
+)
+"""Ordinary ASCII prose: what a hostile input of the same size is timed against."""
+
 
 def fill(unit: str, size: int) -> str:
     """`unit` repeated to `size` characters."""

@@ -1,7 +1,7 @@
 """The `ctxbudget` command as a user meets it (core/ctxbudget/__main__.py, _cli/app.py):
 --version, the default command, one-line errors with exit status 1 or 2, plain output.
 
-Each command's own behaviour is in tests/cli/.
+Each command's own behaviour is in its own module beside this one.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 from ctxbudget import Chunk, Turn
 from ctxbudget.__main__ import main
-from tests.imports import loaded_after
+from tests.support.imports import loaded_after
 
 ESC = "\x1b"
 

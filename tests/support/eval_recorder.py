@@ -1,4 +1,4 @@
-"""Helpers shared by the harness tests: a model that records the prompts it was asked."""
+"""A model for the measurement harness's tests that records every prompt it was asked."""
 
 from __future__ import annotations
 
