@@ -61,7 +61,13 @@ V = TypeVar("V")
 
 VERIFY_JOINS = "CTXBUDGET_VERIFY_JOINS"
 """Set this environment variable to 1 to check every count of joined parts against a full
-encode of the joined text, raising on any difference (the test suite sets it)."""
+encode of the joined text, raising on any difference (the test suite sets it). Read when a
+`TokenCounter` is built (`_verify_joins_requested`), not on every count."""
+
+
+def _verify_joins_requested() -> bool:
+    """Whether `VERIFY_JOINS` is set to anything but 0: one environment read per counter."""
+    return os.environ.get(VERIFY_JOINS, "") not in ("", "0")
 
 
 @runtime_checkable
@@ -583,6 +589,7 @@ class TokenCounter:
             if type(tokenizer) is TiktokenTokenizer
             else None
         )
+        self._verify = _verify_joins_requested()
         self.calls = 0
         """How many texts were actually tokenized (cache misses); for tests and benchmarks."""
 
@@ -651,7 +658,7 @@ class TokenCounter:
                 found, tokens = self._measure(text, joins)
             parts.append((text, tokens or 0, found))
         total = joins.total(parts)
-        if os.environ.get(VERIFY_JOINS, "") not in ("", "0"):
+        if self._verify:
             _verify(self._tokenizer, [text for text, _, _ in parts], trusted, total)
         return total
 

@@ -28,7 +28,7 @@ def _opens_visibly(text: str) -> bool:
     """Whether `text` starts with a printable ASCII character other than a space, which
     `is_blank` sees: such a text is not blank, and most chunk texts start so.
 
-    One string compare: the texts between "!" and "\x7f" in string order are exactly those.
+    One string compare: the texts between "!" and "\\x7f" in string order are exactly those.
     It reads one character and makes no slice (`_opens_visibly_by_index` is the plain form).
     """
     return "!" <= text < "\x7f"
