@@ -9,7 +9,7 @@ read-only, so the prompt cannot change after the `Tool` is built.
 from __future__ import annotations
 
 import math
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from ctxbudget._acl import shown_key
 from ctxbudget._text import check_text_fast
@@ -45,6 +45,10 @@ class JsonArray(list[Any]):
     def __reduce__(self) -> tuple[type[JsonArray], tuple[list[Any]]]:
         return (JsonArray, (list(self),))
 
+
+_SHORT_INT_BITS: Final = 64
+"""An int this short always writes as text. json.dumps writes ints through str(), which
+refuses more than ~4,300 digits, so only a longer int pays for the check that it can."""
 
 _MAX_JSON_DEPTH = 64
 """Deepest nesting of objects and arrays accepted; real schemas nest a handful of levels."""
@@ -111,8 +115,7 @@ def _json_copy(value: Any, path: _Path, depth: int, pending: _Pending) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
-        # json.dumps writes ints through str(), which refuses more than ~4,300 digits.
-        if value.bit_length() > 64:
+        if value.bit_length() > _SHORT_INT_BITS:
             try:
                 repr(int(value))
             except ValueError:
