@@ -54,7 +54,6 @@ recurses) into the nodes it returns, and LlamaIndex prints it recursively when i
 node; past a few hundred levels both fail with a bare RecursionError."""
 
 _Keys = tuple[str, ...]
-_FIX: Final = "name it in MetadataMapping(tenant=...) or (groups=...)"
 
 
 class MetadataMapping(BaseModel):
@@ -208,7 +207,7 @@ def source_metadata(
 
 def _acl(node_id: str, where: str, metadata: Mapping[str, Any], mapping: MetadataMapping) -> Acl:
     try:
-        return acl_from_metadata(metadata, tenant=mapping.tenant, groups=mapping.groups, fix=_FIX)
+        return acl_from_metadata(metadata, tenant=mapping.tenant, groups=mapping.groups)
     except InputError as error:
         raise InputError(f"node {node_id!r} {where}: {error}") from None
 

@@ -14,7 +14,16 @@ from typing import Any, Final, Literal, NamedTuple
 
 from ctxbudget._errors import InputError
 
-__all__ = ["ACL_NAMES", "Acl", "AclField", "acl_from_metadata", "acl_meaning", "shown_key"]
+__all__ = [
+    "ACL_NAMES",
+    "Acl",
+    "AclField",
+    "acl_from_metadata",
+    "acl_meaning",
+    "check_chunk_metadata",
+    "shown_key",
+    "unmapped_acl_keys",
+]
 
 AclField = Literal["tenant", "groups"]
 
@@ -66,6 +75,40 @@ def acl_meaning(key: object) -> AclField | None:
     if not isinstance(key, str):
         return None
     return ACL_NAMES.get(key.casefold().translate(_SEPARATORS))
+
+
+def unmapped_acl_keys(
+    metadata: Mapping[str, Any], mapped: frozenset[str] = frozenset()
+) -> list[str]:
+    """The keys of `metadata` that look like an access rule (`acl_meaning`), hold a value
+    (not None) and are in no ACL field's `mapped` keys, in order: the one rule a chunk's
+    own metadata (nothing mapped) and a framework's metadata are both held to."""
+    return [
+        key
+        for key, value in metadata.items()
+        if value is not None and key not in mapped and acl_meaning(key) is not None
+    ]
+
+
+def check_chunk_metadata(metadata: Mapping[str, Any]) -> None:
+    """`ValueError` when a chunk's own `metadata` holds an access rule: metadata is never
+    enforced, so the rule would not restrict who sees the chunk."""
+    found = unmapped_acl_keys(metadata)
+    if not found:
+        return
+    meant = {acl_meaning(key) for key in found}
+    fields = " and/or ".join(f"{field}=..." for field in ("tenant", "groups") if field in meant)
+    keys = ", ".join(map(shown_key, found))
+    which = (
+        f"keys {keys} look like access rules"
+        if len(found) > 1
+        else f"key {keys} looks like an access rule"
+    )
+    raise ValueError(
+        f"metadata {which}, but metadata is never enforced, so it would not restrict "
+        f"who sees the chunk; set {fields} on the Chunk instead, or rename the key if "
+        "it is not an access rule"
+    )
 
 
 def shown_key(key: object, limit: int = 40) -> str:
@@ -164,14 +207,14 @@ def acl_from_metadata(
             "groups; a key holds one of them: map it to one"
         )
     mapped = tenant_keys | group_keys
-    for key, value in metadata.items():
-        meant = acl_meaning(key)
-        if meant is not None and value is not None and key not in mapped:
-            raise InputError(
-                f"metadata key {shown_key(key)} looks like an access rule ({meant}) but is "
-                f"not mapped to an ACL field, so it would not be enforced: {fix}, or rename "
-                "the key if it is not an access rule"
-            )
+    unmapped = unmapped_acl_keys(metadata, mapped)
+    if unmapped:
+        key = unmapped[0]
+        raise InputError(
+            f"metadata key {shown_key(key)} looks like an access rule ({acl_meaning(key)}) but "
+            f"is not mapped to an ACL field, so it would not be enforced: {fix}, or rename "
+            "the key if it is not an access rule"
+        )
     return Acl(
         _read(metadata, tenant, "tenant"),
         _read(metadata, groups, "groups"),

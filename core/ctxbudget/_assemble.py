@@ -19,7 +19,7 @@ from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._exact import Rendered, render_exactly
 from ctxbudget._fence import fence_rule
 from ctxbudget._history import Entry, HistoryClaim
-from ctxbudget._inputs import Chunk, Principal, Tool, Turn, check_text, sequence_of
+from ctxbudget._inputs import Chunk, Principal, Tool, Turn, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
 from ctxbudget._neutralise import neutralise_section
 from ctxbudget._otel import traced_entry
@@ -41,6 +41,7 @@ from ctxbudget._sources.pipeline import (
     sources_of,
 )
 from ctxbudget._sources.render import HeaderCache, header_cache
+from ctxbudget._text import check_text
 from ctxbudget._textcache import ShingleCache, TextCache, shingle_cache
 from ctxbudget._tokens import (
     TokenCounter,

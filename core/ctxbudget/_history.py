@@ -28,12 +28,13 @@ from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim
 from ctxbudget._conversation import HistoryOptions, SpanKeys, Summarize, SummaryCache
 from ctxbudget._errors import ContextBudgetError, InputError
-from ctxbudget._inputs import Role, Turn, check_text
+from ctxbudget._inputs import Role, Turn
 from ctxbudget._joins import Piece
 from ctxbudget._layout import FRAMES, ROLE_LABELS
 from ctxbudget._neutralise import neutralise_section
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason, SummaryOutcome, SummarySpan
+from ctxbudget._text import check_text
 from ctxbudget._tokens import TokenCounter
 
 __all__ = [

@@ -1,82 +1,38 @@
 """The things a prompt is built from: chunks, conversation turns, tools, and who is asking.
 
 All are immutable pydantic models, so a request's inputs cannot change under the
-assembler and every field is validated with a message naming it. Field names are
-strict: a misspelt keyword is an error naming the closest field, never data that
-is quietly kept, because a misspelt ACL keyword kept as data would leave a
-restricted chunk public.
+assembler and every field is validated with a message naming it. Their shared base
+(`_input_model.py`) makes field names strict; the ACL rules they apply live in
+`_acl.py`, the JSON a tool's schema must be in `_json_data.py`. Also here: the check
+that an entry point's argument is a sequence of one of these models, and of a
+claimant's token range.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
-import inspect
 import math
-import operator
-import textwrap
-import types
 from collections.abc import Sequence
 from datetime import date, datetime
 from itertools import repeat
-from typing import (
-    Annotated,
-    Any,
-    Literal,
-    NoReturn,
-    Self,
-    TypeVar,
-    Union,
-    get_args,
-    get_origin,
-)
+from typing import Annotated, Any, Literal, Self, TypeVar
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    PlainValidator,
-    model_validator,
-)
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BaseModel, Field, PlainValidator, model_validator
 
-from ctxbudget._acl import acl_meaning, shown_key
+from ctxbudget._acl import check_chunk_metadata
 from ctxbudget._errors import InputError
+from ctxbudget._input_model import InputModel
+from ctxbudget._json_data import JsonObject, json_object
+from ctxbudget._text import Text, check_text_fast
 
 __all__ = [
     "Chunk",
     "Principal",
     "Role",
-    "Text",
     "Tool",
     "Turn",
-    "check_text",
     "check_token_range",
     "sequence_of",
 ]
-
-
-def check_text(value: str) -> str:
-    """Reject text no tokenizer or provider can encode: lone UTF-16 surrogates."""
-    for index, char in enumerate(value):
-        if "\ud800" <= char <= "\udfff":
-            raise ValueError(
-                f"contains a lone surrogate U+{ord(char):04X} at index {index}, which is not "
-                "valid Unicode and cannot be sent to a model; decode the source with "
-                "errors='replace' (or fix the text) before building the prompt"
-            )
-    return value
-
-
-def _check_text_fast(value: str) -> str:
-    # The scan above is per character; encoding is a C loop that fails exactly on
-    # surrogates, so only failing text pays for the scan that finds the index.
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return check_text(value)
-    return value
 
 
 def _finite(value: float | None) -> float | None:
@@ -85,297 +41,14 @@ def _finite(value: float | None) -> float | None:
     return value
 
 
-Text = Annotated[str, AfterValidator(_check_text_fast)]
-"""A string that is valid Unicode (no lone surrogates)."""
-
-
 def _non_empty(value: str) -> str:
     if not value:
         raise ValueError("must not be empty")
     return value
 
 
-_Id = Annotated[str, AfterValidator(_check_text_fast), AfterValidator(_non_empty)]
+_Id = Annotated[str, AfterValidator(check_text_fast), AfterValidator(_non_empty)]
 _Score = Annotated[float | None, AfterValidator(_finite)]
-
-
-# --- strict field names --------------------------------------------------------------------
-
-
-def _closest_field(key: object, fields: list[str]) -> str | None:
-    """The field `key` was probably meant to be: its ACL meaning first, else closest spelling."""
-    if not isinstance(key, str):
-        return None
-    meant = acl_meaning(key)
-    if meant in fields:
-        return meant
-    close = difflib.get_close_matches(key, fields, n=1)
-    return close[0] if close else None
-
-
-def _unknown_fields_message(model: type[BaseModel], unknown: list[object]) -> str:
-    """Name each unknown key with the field it was probably meant to be, and where data goes."""
-    fields = list(model.model_fields)
-    if "metadata" in fields:
-        fix = "Extra data goes in metadata={...}."
-    else:
-        fix = f"{model.__name__} fields are: {', '.join(fields)}."
-    meant = [_closest_field(key, fields) for key in unknown]
-    if len(unknown) == 1:
-        hint = f"; did you mean {meant[0]!r}?" if meant[0] else "."
-        return f"unknown {model.__name__} field {shown_key(unknown[0])}{hint} {fix}"
-    named = [
-        shown_key(key) + (f" (did you mean {m!r}?)" if m else "")
-        for key, m in zip(unknown, meant, strict=True)
-    ]
-    return f"unknown {model.__name__} fields {', '.join(named)}. {fix}"
-
-
-# --- readable help() -----------------------------------------------------------------------
-
-
-def _plain(annotation: Any) -> Any:
-    """`annotation` without `Annotated[...]` metadata: the type a reader needs, not validators."""
-    origin = get_origin(annotation)
-    args = get_args(annotation)
-    if origin is Annotated:
-        return _plain(args[0])
-    if origin is Union or origin is types.UnionType:
-        return functools.reduce(operator.or_, map(_plain, args))
-    if origin is None or origin is Literal:
-        return annotation
-    return origin[tuple(map(_plain, args))]
-
-
-_FIELDS_HEADING = "\n\nFields:\n"
-
-
-def _schema_description(schema: dict[str, Any], model: type[BaseModel]) -> None:
-    # The field list appended to the docstring for help() is already in the schema's
-    # per-field descriptions; the model's own description is what precedes it.
-    schema["description"] = str(schema["description"]).split(_FIELDS_HEADING)[0]
-
-
-class _Input(BaseModel):
-    """The shared base of the input models: strict field names and a readable help()."""
-
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        str_strip_whitespace=False,
-        # An error must not quote its input: chunk text may be confidential, and the repr
-        # of hostile data (a list shared at every level) can be exponentially long.
-        hide_input_in_errors=True,
-        json_schema_extra=_schema_description,
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_unknown_fields(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = [key for key in data if key not in cls.model_fields]
-            if unknown:
-                # pydantic's own type for an unknown field, so code matching on it still works.
-                raise PydanticCustomError("extra_forbidden", _unknown_fields_message(cls, unknown))
-        return data
-
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        """Show plain types in the signature and each field's description in help()."""
-        super().__pydantic_init_subclass__(**kwargs)
-        signature = inspect.signature(cls)
-        fields = cls.model_fields
-        parameters = [
-            p.replace(annotation=_plain(fields[p.name].annotation))
-            for p in signature.parameters.values()
-        ]
-        cls.__signature__ = signature.replace(parameters=parameters)
-        lines = [inspect.cleandoc(cls.__doc__ or "")]
-        for p in parameters:
-            lines.append(f"    {p.name}: {inspect.formatannotation(p.annotation)}")
-            lines.append(
-                textwrap.indent(textwrap.fill(fields[p.name].description or "", 80), " " * 8)
-            )
-        cls.__doc__ = lines[0] + _FIELDS_HEADING + "\n".join(lines[1:])
-
-
-# --- JSON data -----------------------------------------------------------------------------
-
-
-def _read_only(self: object, *args: object, **kwargs: object) -> NoReturn:
-    raise TypeError(
-        f"{type(self).__name__} is read-only: Tool.parameters cannot change after the Tool is "
-        "built (the prompt and the cached prefix depend on it); build a new Tool instead, "
-        "from a copy such as json.loads(json.dumps(tool.parameters))"
-    )
-
-
-class _JsonObject(dict[str, Any]):
-    """A JSON object that cannot be changed; still a `dict` to `json.dumps` and providers' SDKs."""
-
-    __setitem__ = __delitem__ = __ior__ = _read_only
-    clear = pop = popitem = setdefault = update = _read_only
-
-    def __reduce__(self) -> tuple[type[_JsonObject], tuple[dict[str, Any]]]:
-        # copy, deepcopy and pickle would otherwise refill it through __setitem__.
-        return (_JsonObject, (dict(self),))
-
-
-class _JsonArray(list[Any]):
-    """A JSON array that cannot be changed; still a `list` to `json.dumps` and providers' SDKs."""
-
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
-    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
-
-    def __reduce__(self) -> tuple[type[_JsonArray], tuple[list[Any]]]:
-        return (_JsonArray, (list(self),))
-
-
-_MAX_JSON_DEPTH = 64
-"""Deepest nesting of objects and arrays accepted; real schemas nest a handful of levels."""
-
-_MAX_JSON_VALUES = 100_000
-"""Most values accepted, counting a shared list or dict each time it appears.
-
-Shared references let a few kilobytes of Python describe exponentially large JSON;
-this bounds the work. A schema this large would cost hundreds of thousands of
-tokens on every request; providers cap far lower (OpenAI: 5,000 properties).
-"""
-
-_NOT_JSON: dict[type, str] = {
-    tuple: "JSON has no tuple: use a list",
-    set: "JSON has no set: use a sorted list, so the prompt is the same on every run",
-    frozenset: "JSON has no set: use a sorted list, so the prompt is the same on every run",
-    bytes: "JSON has no bytes: decode them to a str",
-    bytearray: "JSON has no bytes: decode them to a str",
-}
-
-_Path = tuple["_Path | None", str | int]
-"""A location as a linked list (parent, key or index), rendered only when it is reported."""
-
-
-def _path_text(path: _Path) -> str:
-    steps: list[str] = []
-    parent: _Path | None = path
-    while parent is not None:
-        parent, step = parent
-        if parent is None:
-            steps.append(str(step))  # the field name at the root
-        elif isinstance(step, int):
-            steps.append(f"[{step}]")
-        else:
-            steps.append(f".{step}" if step.isidentifier() else f"[{shown_key(step)}]")
-    return "".join(reversed(steps))
-
-
-def _json_error(path: _Path, problem: str) -> ValueError:
-    return ValueError(f"{_path_text(path)} {problem}")
-
-
-_Pending = list[tuple[Any, Any, _Path, int]]
-"""Containers still to fill: (the input, its read-only copy, path, depth)."""
-
-
-def _json_copy(value: Any, path: _Path, depth: int, pending: _Pending) -> Any:
-    """`value` if it is a valid JSON scalar; an empty read-only copy (queued) if a container."""
-    if isinstance(value, str):
-        try:
-            return _check_text_fast(value)
-        except ValueError as error:
-            raise _json_error(path, str(error)) from None
-    if isinstance(value, dict | list):
-        if depth >= _MAX_JSON_DEPTH:
-            raise _json_error(
-                path,
-                f"nests deeper than {_MAX_JSON_DEPTH} levels (a dict or list that contains "
-                "itself nests forever); flatten the schema, or use $ref for recursive types",
-            )
-        copy = _JsonObject() if isinstance(value, dict) else _JsonArray()
-        pending.append((value, copy, path, depth + 1))
-        return copy
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        # json.dumps writes ints through str(), which refuses more than ~4,300 digits.
-        if value.bit_length() > 64:
-            try:
-                repr(int(value))
-            except ValueError:
-                raise _json_error(
-                    path,
-                    "is an integer too long to write as text (json.dumps would fail); "
-                    "use a number of at most a few hundred digits",
-                ) from None
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise _json_error(
-                path,
-                f"is {value!r}; JSON has no NaN or infinity and providers reject it: "
-                "use a finite number, or null",
-            )
-        return value
-    fix = _NOT_JSON.get(type(value)) or (
-        "convert it first (a pydantic model: .model_dump(mode='json'); an enum: .value)"
-    )
-    raise _json_error(
-        path,
-        f"has type {type(value).__name__}, which is not JSON data (dict, list, str, int, "
-        f"float, bool or None); {fix}",
-    )
-
-
-def _frozen_json(root: dict[Any, Any], name: str) -> _JsonObject:
-    """A read-only copy of `root` that is JSON data, or a ValueError naming the path that is not.
-
-    JSON data is what a provider receives: dicts with str keys, lists, str, int,
-    float, bool and None; strings valid Unicode, floats finite. One pass over the
-    data with an explicit stack, so depth is bounded by a check, not by recursion.
-    """
-    top = _JsonObject()
-    count = 0
-    pending: _Pending = [(root, top, (None, name), 1)]
-    while pending:
-        value, copy, path, depth = pending.pop()
-        count += len(value)
-        if count > _MAX_JSON_VALUES:
-            raise _json_error(
-                (None, name),
-                f"holds more than {_MAX_JSON_VALUES:,} values (a list or dict used in several "
-                "places counts each time); no context window holds a schema this large: "
-                "pass the schema itself, not data that reuses parts of it",
-            )
-        if isinstance(copy, _JsonArray):
-            list.extend(
-                copy, [_json_copy(v, (path, i), depth, pending) for i, v in enumerate(value)]
-            )
-            continue
-        for key, child in value.items():
-            if not isinstance(key, str):
-                raise _json_error(
-                    path,
-                    f"has key {shown_key(key)} ({type(key).__name__}); JSON object keys are "
-                    f"strings: use {shown_key(str(key))}",
-                )
-            try:
-                _check_text_fast(key)
-            except ValueError as error:
-                raise _json_error(path, f"has a key that {error}") from None
-            dict.__setitem__(copy, key, _json_copy(child, (path, key), depth, pending))
-    return top
-
-
-def _json_object(value: Any) -> _JsonObject:
-    """`value` as a read-only JSON object; the validator of `Tool.parameters`."""
-    if not isinstance(value, dict):
-        raise ValueError(
-            f"must be a JSON object (a dict holding the arguments' JSON schema), but got a "
-            f"{type(value).__name__}"
-        )
-    return _frozen_json(value, "parameters")
-
-
-# --- the models ----------------------------------------------------------------------------
 
 
 def _id_of(data: dict[str, Any]) -> str:
@@ -387,7 +60,7 @@ _NONE_MEANS_DEFAULT = ("document_id", "heading_path", "parse_warnings", "metadat
 """Chunk fields where an explicit None means "use the default" (loaders fill gaps with None)."""
 
 
-class Chunk(_Input):
+class Chunk(InputModel):
     """One retrieved passage, with what is known about where it came from.
 
     Unknown keyword arguments are errors; extra data goes in `metadata`, which is
@@ -488,21 +161,7 @@ class Chunk(_Input):
 
     @model_validator(mode="after")
     def _no_acl_in_metadata(self) -> Self:
-        found = [k for k, v in self.metadata.items() if v is not None and acl_meaning(k)]
-        if found:
-            meant = {acl_meaning(k) for k in found}
-            fields = " and/or ".join(f"{f}=..." for f in ("tenant", "groups") if f in meant)
-            keys = ", ".join(map(shown_key, found))
-            which = (
-                f"keys {keys} look like access rules"
-                if len(found) > 1
-                else (f"key {keys} looks like an access rule")
-            )
-            raise ValueError(
-                f"metadata {which}, but metadata is never enforced, so it would not restrict "
-                f"who sees the chunk; set {fields} on the Chunk instead, or rename the key if "
-                "it is not an access rule"
-            )
+        check_chunk_metadata(self.metadata)
         return self
 
     def __repr__(self) -> str:
@@ -516,7 +175,7 @@ class Chunk(_Input):
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-class Turn(_Input):
+class Turn(InputModel):
     """One message of the conversation so far.
 
     An adapter passes one turn per framework message, so a gap marker's count is a count
@@ -555,7 +214,7 @@ class Turn(_Input):
         return self
 
 
-class Tool(_Input):
+class Tool(InputModel):
     """A tool the model may call, as it is described to the model."""
 
     name: str = Field(
@@ -564,9 +223,9 @@ class Tool(_Input):
     )
     description: Text = Field(default="", description="What the tool does, as the model reads it.")
     parameters: Annotated[
-        dict[str, Any], PlainValidator(_json_object, json_schema_input_type=dict[str, Any])
+        dict[str, Any], PlainValidator(json_object, json_schema_input_type=dict[str, Any])
     ] = Field(
-        default_factory=_JsonObject,
+        default_factory=JsonObject,
         description=(
             "JSON schema of the arguments. Checked to be JSON data (str keys, finite numbers, "
             "valid Unicode, at most 64 levels deep) and stored read-only."
@@ -581,7 +240,7 @@ class Tool(_Input):
     )
 
 
-class Principal(_Input):
+class Principal(InputModel):
     """Who the prompt is built for; permission filters compare it with each chunk's ACL."""
 
     tenant: Text | None = Field(

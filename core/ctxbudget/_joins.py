@@ -76,6 +76,10 @@ SCAN: Final = 64
 """How far into each end of a part hard positions are looked for; beyond, the part is
 treated as having none there (a larger window, never a wrong count)."""
 
+_CACHE_LIMIT: Final = 65_536
+"""Entries a per-character or per-short-text cache here holds before it starts over:
+untrusted text may bring any of 1.1M code points, and a cold start costs microseconds."""
+
 _SMALL: Final = 256
 """Texts up to this length have their counts kept in a plain dict (heads, tails, windows)."""
 
@@ -119,7 +123,7 @@ _CLASSES: dict[str, int] = {chr(code): _class(chr(code)) for code in range(128)}
 def _class_of(char: str) -> int:
     found = _CLASSES.get(char)
     if found is None:
-        if len(_CLASSES) >= 65_536:  # untrusted text may bring any of 1.1M code points
+        if len(_CLASSES) >= _CACHE_LIMIT:
             _CLASSES.clear()
         found = _CLASSES[char] = _class(char)
     return found
@@ -157,7 +161,7 @@ def stable(char: str) -> bool:
     that NFC keeps as it is and that composes with nothing before it."""
     found = _STABLE.get(char)
     if found is None:
-        if len(_STABLE) >= 65_536:
+        if len(_STABLE) >= _CACHE_LIMIT:
             _STABLE.clear()
         found = _STABLE[char] = (
             unicodedata.combining(char) == 0
@@ -261,7 +265,7 @@ class JoinCounter:
         """`ends(text)` of a short text (a header, a frame, a separator), cached."""
         found = self._ends.get(text)
         if found is None:
-            if len(self._ends) >= 65_536:
+            if len(self._ends) >= _CACHE_LIMIT:
                 self._ends.clear()
             found = self._ends[text] = self.measure(text)
         return found
@@ -272,7 +276,7 @@ class JoinCounter:
             return len(self._encode(text))
         found = self._small.get(text)
         if found is None:
-            if len(self._small) >= 65_536:
+            if len(self._small) >= _CACHE_LIMIT:
                 self._small.clear()  # heads and tails recur; a cold start costs microseconds
             found = self._small[text] = len(self._encode(text))
         return found

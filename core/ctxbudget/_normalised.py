@@ -29,6 +29,17 @@ __all__ = ["is_blank", "removable_bytes"]
 # --- the Unicode tables ---------------------------------------------------------------------
 
 # Blank-looking letters that are not marks: Hangul fillers, the braille blank.
+_PIECES_BEFORE_WHOLE: Final = 128
+"""Pieces the normalised view builds run by run before it weighs one translate of the
+whole text instead (`_CHARS_PER_PIECE`)."""
+
+_CHARS_PER_PIECE: Final = 5
+"""A Python step per run (two pieces) costs about what translating ten characters does:
+once runs come more often than that, one translate of the whole text is cheaper."""
+
+_HANGUL_THEN_SURROGATES: Final = range(0xAC00, 0xE000)
+"""Hangul syllables (NFKD only makes them jamo), then surrogates: skipped whole."""
+
 _FILLERS: Final = "\u115f\u1160\u3164\uffa0\u2800"
 
 # Every character that starts a new line for a reader; the view makes each one "\n".
@@ -77,8 +88,8 @@ def _decomposable() -> Iterator[str]:
     Blocks of 128 code points are checked whole first: most need no closer look.
     """
     for block in range(0x80, 0x20000, 0x80):
-        if 0xAC00 <= block < 0xE000:
-            continue  # Hangul syllables, then surrogates
+        if block in _HANGUL_THEN_SURROGATES:
+            continue
         chars = "".join(map(chr, range(block, block + 0x80)))
         if not unicodedata.is_normalized("NFKD", chars):
             yield from (c for c in chars if not unicodedata.is_normalized("NFKD", c))
@@ -279,9 +290,7 @@ def _view_by_runs(text: str) -> str:
         viewed = run.translate(tables.view)
         if viewed == run:
             continue  # astral characters the view keeps
-        # A Python step per run costs about what translating ten characters does: once
-        # runs come that often, one translate of the whole text is cheaper.
-        if len(pieces) > 128 and len(pieces) * 5 > match.end():
+        if len(pieces) > _PIECES_BEFORE_WHOLE and len(pieces) * _CHARS_PER_PIECE > match.end():
             return text.translate(tables.view)
         pieces += (text[cursor : match.start()], viewed)
         cursor = match.end()

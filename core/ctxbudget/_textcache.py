@@ -8,12 +8,14 @@ plus the text's length in 64-character units, so that a long text with few words
 counts): one chunk's windows take ~25 KB, so the default 262,144 is about 20 MB at most.
 The text test's verdict on a pair of cached texts is remembered too, by the entries'
 serial numbers, so the next turn compares the same pairs at the cost of a lookup.
-A `TextCache` holds what else is a function of text alone (the neutralised texts), as
-bounded, and reported the same way.
+A `TextCache` holds what else is a function of text alone, as bounded, and reported the
+same way; a `RewriteCache` is one for pure rewrites (the neutralised texts). Counts,
+ends and rewrites are keyed by `text_key`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 from collections import OrderedDict
@@ -24,10 +26,41 @@ from weakref import WeakKeyDictionary
 if TYPE_CHECKING:
     from ctxbudget._tokens import TokenCounter
 
-__all__ = ["ShingleCache", "TextCache", "VerdictKey", "shingle_cache"]
+__all__ = [
+    "SHORT_TEXT",
+    "RewriteCache",
+    "ShingleCache",
+    "TextCache",
+    "TextKey",
+    "VerdictKey",
+    "shingle_cache",
+    "text_key",
+]
 
 K = TypeVar("K")
 V = TypeVar("V")
+
+SHORT_TEXT: Final = 256
+"""Texts up to this length are their own key (`text_key`); the token counter also gives
+pieces this short their ends and counts from small caches, without a digest."""
+
+TextKey = str | bytes
+"""A text's cache key (`text_key`)."""
+
+
+def text_key(text: str) -> TextKey:
+    """The cache key of `text`: a short text itself, a longer one its digest, so that a
+    cache never keeps a large document alive. A str never equals a bytes digest."""
+    return text if len(text) <= SHORT_TEXT else _digest(text)
+
+
+def _digest(text: str) -> bytes:
+    # surrogatepass: a lone surrogate (which tiktoken counts as U+FFFD) must not raise here.
+    # SHA-256 cut to 128 bits: collision-resistant like blake2b's 128 bits (a forged pair of
+    # texts sharing a key would share a count), and 3x faster where CPUs have SHA
+    # instructions (x86 since 2016, ARMv8), which hashlib's blake2b cannot use.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
 
 _TEXT_UNIT: Final = 64
 """Characters of text that weigh as much as one window held."""
@@ -206,6 +239,25 @@ class TextCache(Generic[K, V]):
         """Forget every entry (tests start from an empty cache)."""
         with self._lock:
             self._entries.clear()
+
+
+class RewriteCache(TextCache[tuple[Callable[[str], str], TextKey], str | None]):
+    """The results of pure rewrites of texts (neutralised turns, chunk texts, tools,
+    memory), by rewrite and `text_key`; a text a rewrite leaves unchanged is held as None.
+
+    A conversation resends every turn on every request, and neutralising one scans it
+    whole; almost every text comes back unchanged and then costs only its key.
+    """
+
+    def rewritten(self, text: str, rewrite: Callable[[str], str]) -> str:
+        """`rewrite(text)`, from the cache when this rewrite saw this text before."""
+        held = self.get((rewrite, text_key(text)), lambda: _changed(text, rewrite(text)))
+        return text if held is None else held
+
+
+def _changed(text: str, out: str) -> str | None:
+    """`out`, or None when it equals `text` (the cache then holds no copy of the text)."""
+    return None if out == text else out
 
 
 _CACHES: WeakKeyDictionary[TokenCounter, ShingleCache] = WeakKeyDictionary()

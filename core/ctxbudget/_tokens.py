@@ -35,7 +35,7 @@ from ctxbudget._errors import TokenizerError, VocabularyError
 from ctxbudget._estimates import ESTIMATES, EstimateTokenizer
 from ctxbudget._joins import Counted, Ends, JoinCounter, Piece, join_counter
 from ctxbudget._models import match_model, resolve_model
-from ctxbudget._textcache import TextCache
+from ctxbudget._textcache import SHORT_TEXT, RewriteCache, TextKey, text_key
 
 __all__ = [
     "VERIFY_JOINS",
@@ -55,13 +55,17 @@ __all__ = [
 ]
 
 K = TypeVar("K")
-Key = str | bytes
-"""A count cache key (`_key`)."""
 V = TypeVar("V")
 
 VERIFY_JOINS = "CTXBUDGET_VERIFY_JOINS"
 """Set this environment variable to 1 to check every count of joined parts against a full
-encode of the joined text, raising on any difference (the test suite sets it)."""
+encode of the joined text, raising on any difference (the test suite sets it). Read when a
+`TokenCounter` is built (`_verify_joins_requested`), not on every count."""
+
+
+def _verify_joins_requested() -> bool:
+    """Whether `VERIFY_JOINS` is set to anything but 0: one environment read per counter."""
+    return os.environ.get(VERIFY_JOINS, "") not in ("", "0")
 
 
 @runtime_checkable
@@ -568,11 +572,9 @@ class TokenCounter:
             raise ValueError(f"maxsize must be >= 0, but got {maxsize}")
         self._tokenizer = tokenizer
         self._maxsize = maxsize
-        self._cache: OrderedDict[Key, int] = OrderedDict()
-        self._ends: OrderedDict[Key, Ends] = OrderedDict()
-        self._rewrites: TextCache[tuple[Callable[[str], str], Key], str | None] = TextCache(
-            maxsize=maxsize
-        )
+        self._cache: OrderedDict[TextKey, int] = OrderedDict()
+        self._ends: OrderedDict[TextKey, Ends] = OrderedDict()
+        self._rewrites = RewriteCache(maxsize=maxsize)
         self._lock = threading.Lock()
         self._bytes_per_token = (
             tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else None
@@ -583,6 +585,7 @@ class TokenCounter:
             if type(tokenizer) is TiktokenTokenizer
             else None
         )
+        self._verify = _verify_joins_requested()
         self.calls = 0
         """How many texts were actually tokenized (cache misses); for tests and benchmarks."""
 
@@ -596,18 +599,18 @@ class TokenCounter:
         return self._maxsize
 
     @property
-    def rewrites(self) -> TextCache[tuple[Callable[[str], str], Key], str | None]:
-        """The texts `rewritten` remembers (neutralised turns, chunk texts, tools, memory),
-        at most `maxsize`: `.calls` counts the texts actually rewritten."""
+    def rewrites(self) -> RewriteCache:
+        """The rewritten texts remembered beside the counts (neutralised turns, chunk texts,
+        tools, memory), as many at most: `.calls` counts the texts actually rewritten."""
         return self._rewrites
 
     def count(self, text: str) -> int:
         """Exact token count of `text`, from the cache when it was counted before."""
         if not text:
             return 0
-        return self._count(text, _key(text))
+        return self._count(text, text_key(text))
 
-    def _count(self, text: str, key: Key) -> int:
+    def _count(self, text: str, key: TextKey) -> int:
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -636,7 +639,7 @@ class TokenCounter:
             text, tokens = (piece, None) if isinstance(piece, str) else piece
             if not text:
                 continue
-            if len(text) <= _SHORT:
+            if len(text) <= SHORT_TEXT:
                 found = joins.ends(text)
                 if found.measured:  # else its text is counted inside the windows around it
                     if tokens is None:
@@ -651,7 +654,7 @@ class TokenCounter:
                 found, tokens = self._measure(text, joins)
             parts.append((text, tokens or 0, found))
         total = joins.total(parts)
-        if os.environ.get(VERIFY_JOINS, "") not in ("", "0"):
+        if self._verify:
             _verify(self._tokenizer, [text for text, _, _ in parts], trusted, total)
         return total
 
@@ -664,7 +667,7 @@ class TokenCounter:
         text = "".join(cast("Sequence[str]", pieces))
         if not text:
             return 0
-        key = _key(text)
+        key = text_key(text)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -676,7 +679,7 @@ class TokenCounter:
 
     def _measure(self, text: str, joins: JoinCounter) -> tuple[Ends, int]:
         """A long text's `Ends` and, when both ends were measured, its count (else 0)."""
-        key = _key(text)
+        key = text_key(text)
         with self._lock:
             found = self._ends.get(key)
             tokens = self._cache.get(key)
@@ -701,43 +704,15 @@ class TokenCounter:
                 cache.popitem(last=False)
 
     def rewritten(self, text: str, rewrite: Callable[[str], str]) -> str:
-        """`rewrite(text)` for a pure `rewrite`, remembered across requests by the text's key.
-
-        A conversation resends every turn on every request, and neutralising one scans it
-        whole. Only a text the rewrite changes keeps its result in the cache (bounded like
-        the counts); an unchanged one, almost every text, costs its digest.
-        """
-        hit = self._rewrites.get((rewrite, _key(text)), lambda: _changed(text, rewrite(text)))
-        return text if hit is None else hit
+        """`rewrite(text)` for a pure `rewrite`, through `rewrites` (`RewriteCache.rewritten`),
+        which every component counting through this counter shares."""
+        return self._rewrites.rewritten(text, rewrite)
 
     def lower_bound(self, text: str) -> int:
         """A count that `text` certainly reaches, computed without tokenizing."""
         if self._bytes_per_token is None:
             return 0
         return -(-len(text.encode("utf-8")) // self._bytes_per_token)
-
-
-def _changed(text: str, out: str) -> str | None:
-    """`out`, or None when it equals `text` (the cache then holds no copy of the text)."""
-    return None if out == text else out
-
-
-_SHORT = 256
-"""Pieces up to this length skip the digest: their ends and counts come from small caches."""
-
-
-def _key(text: str) -> Key:
-    """The cache key of `text`: a short text itself, a longer one its digest, so that the
-    cache never keeps a large document alive. A str never equals a bytes digest."""
-    return text if len(text) <= _SHORT else _digest(text)
-
-
-def _digest(text: str) -> bytes:
-    # surrogatepass: a lone surrogate (which tiktoken counts as U+FFFD) must not raise here.
-    # SHA-256 cut to 128 bits: collision-resistant like blake2b's 128 bits (a forged pair of
-    # texts sharing a key would share a count), and 3x faster where CPUs have SHA
-    # instructions (x86 since 2016, ARMv8), which hashlib's blake2b cannot use.
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
 def _verify(tokenizer: Tokenizer, texts: list[str], trusted: list[Counted], total: int) -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ctxbudget import Acl, Chunk, InputError, Principal, acl_from_metadata, select_sources
-from ctxbudget._acl import ACL_NAMES, AclField, acl_meaning
+from ctxbudget._acl import ACL_NAMES, AclField, acl_meaning, unmapped_acl_keys
 from tests.support.factories import chunk
 
 STAFF = Principal(tenant="acme", groups=frozenset({"staff"}))
@@ -414,3 +414,61 @@ def test_chunk_refuses_metadata_exactly_when_an_acl_key_holds_a_value(
             chunk(metadata=metadata, tenant="acme")
     else:
         assert chunk(metadata=metadata, tenant="acme").metadata == metadata
+
+
+# --- ACL-looking keys in Chunk.metadata ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "key", ["tenant_id", "TenantId", "org", "allowed-groups", "ACL", "group_ids", "visibility"]
+)
+def test_chunk_rejects_acl_metadata_without_acl_fields(key: str) -> None:
+    with pytest.raises(
+        ValidationError,
+        match=rf"metadata key '{key}' looks like an access rule, but metadata is never "
+        r"enforced, so it would not restrict who sees the chunk",
+    ):
+        chunk(metadata={key: "hr"})
+
+
+def test_chunk_acl_metadata_error_names_the_field_to_set() -> None:
+    with pytest.raises(ValidationError, match=r"set tenant=\.\.\. on the Chunk instead"):
+        chunk(metadata={"tenant_id": "acme"})
+
+
+def test_chunk_acl_metadata_error_names_every_key_and_field() -> None:
+    with pytest.raises(
+        ValidationError,
+        match=r"metadata keys 'tenant_id', 'acl' look like access rules.*"
+        r"set tenant=\.\.\. and/or groups=\.\.\. on the Chunk instead",
+    ):
+        chunk(metadata={"tenant_id": "acme", "acl": ["hr"], "url": "u"})
+
+
+@pytest.mark.parametrize("acl", [{"tenant": "acme"}, {"groups": {"hr"}}, {"groups": frozenset()}])
+def test_chunk_rejects_acl_metadata_even_when_acl_fields_are_set(acl: dict[str, Any]) -> None:
+    # A partial ACL is no licence: tenant_id="globex" beside tenant="acme" would go unenforced.
+    with pytest.raises(ValidationError, match=r"metadata key 'tenant_id' looks like an access"):
+        chunk(metadata={"tenant_id": "globex"}, **acl)
+
+
+def test_chunk_acl_metadata_key_with_none_value_is_allowed() -> None:
+    assert chunk(metadata={"tenant": None}).metadata == {"tenant": None}
+
+
+@pytest.mark.parametrize("key", ["owner", "author", "users", "source_url", "tenantless"])
+def test_chunk_descriptive_metadata_key_is_allowed(key: str) -> None:
+    assert chunk(metadata={key: "x"}).metadata == {key: "x"}
+
+
+def test_chunk_metadata_nested_acl_keys_are_not_searched() -> None:
+    # Documented limit: only top-level keys are checked.
+    assert chunk(metadata={"origin": {"tenant_id": "acme"}}).metadata == {
+        "origin": {"tenant_id": "acme"}
+    }
+
+
+def test_unmapped_acl_keys_are_the_acl_keys_holding_a_value_outside_mapped() -> None:
+    metadata = {"title": "t", "tenant_id": "acme", "roles": None, "acl": ["hr"], "tenant": "x"}
+
+    assert unmapped_acl_keys(metadata, frozenset({"tenant"})) == ["tenant_id", "acl"]

@@ -342,6 +342,17 @@ def test_verify_mode_off_for_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     assert TokenCounter(ENCODINGS["o200k_base"]).count_joined(["Hello", " world"]) == 1
 
 
+def test_verify_mode_is_read_when_the_counter_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(JoinCounter, "total", lambda self, parts: 1)
+    unverified = TokenCounter(ENCODINGS["o200k_base"])
+    monkeypatch.setenv(VERIFY_JOINS, "1")
+    verified = TokenCounter(ENCODINGS["o200k_base"])
+
+    assert unverified.count_joined(["Hello", " world"]) == 1
+    with pytest.raises(RuntimeError, match="by their joins"):
+        verified.count_joined(["Hello", " world"])
+
+
 def test_count_parts_remembers_a_section_of_plain_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     counter = TokenCounter(ENCODINGS["o200k_base"])
     section = ["<memory>\n", "A remembered fact.", "\n\n", "Another one.", "\n</memory>"]

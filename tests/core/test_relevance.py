@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 from ctxbudget import Chunk
 from ctxbudget._normalised import is_blank
 from ctxbudget._report import DropRun, records
-from ctxbudget._sources.relevance import relevance, relevant
+from ctxbudget._sources.relevance import (
+    _opens_visibly,
+    _opens_visibly_by_index,
+    relevance,
+    relevant,
+)
 
 VISIBLE_ASCII = [chr(c) for c in range(0x21, 0x7F)]
 """Every printable ASCII character but the space: the shortcut's whole range."""
@@ -71,9 +76,9 @@ def test_text_starting_with_printable_ascii_is_never_blank(first: str) -> None:
 @example(text="~\x7f")
 @example(text="\x7f")
 @example(text=" a")
-def test_shortcut_range_is_a_printable_ascii_first_character_and_never_blank(text: str) -> None:
-    shortcut = "!" <= text < "\x7f"
-    assert shortcut == (text != "" and "!" <= text[0] <= "~")
+def test_opens_visibly_agrees_with_its_plain_form_and_is_never_blank(text: str) -> None:
+    shortcut = _opens_visibly(text)
+    assert shortcut == _opens_visibly_by_index(text)
     if shortcut:
         assert not is_blank(text)
 

@@ -23,7 +23,13 @@ from ctxbudget import (
     Report,
     Turn,
 )
-from ctxbudget._report import DropRun, records
+from ctxbudget._report import (
+    DropReason,
+    DropRun,
+    _records_by_construct,
+    _records_fast,
+    records,
+)
 
 
 def test_unvalidated_record_equals_model_construct() -> None:
@@ -34,6 +40,21 @@ def test_unvalidated_record_equals_model_construct() -> None:
     assert built == constructed
     assert built.__getstate__() == constructed.__getstate__()
     assert repr(built) == repr(constructed)
+
+
+@given(
+    ids=st.lists(st.text(max_size=4), max_size=4),
+    reason=st.sampled_from(["duplicate", "over_budget"]),
+    tokens=st.none() | st.integers(0, 9),
+)
+def test_records_fast_agree_with_model_construct(
+    ids: list[str], reason: DropReason, tokens: int | None
+) -> None:
+    fast = _records_fast(Dropped, "retrieved", "chunk", ids, reason, tokens)
+    plain = _records_by_construct(Dropped, "retrieved", "chunk", ids, reason, tokens)
+    assert fast == plain
+    assert [r.__getstate__() for r in fast] == [r.__getstate__() for r in plain]
+    assert [r.model_dump() for r in fast] == [r.model_dump() for r in plain]
 
 
 def test_many_records_are_one_per_id_in_order() -> None:

@@ -24,23 +24,38 @@ def relevance(chunk: Chunk) -> float | None:
     return chunk.rerank_score if chunk.rerank_score is not None else chunk.score
 
 
+def _opens_visibly(text: str) -> bool:
+    """Whether `text` starts with a printable ASCII character other than a space, which
+    `is_blank` sees: such a text is not blank, and most chunk texts start so.
+
+    One string compare: the texts between "!" and "\\x7f" in string order are exactly those.
+    It reads one character and makes no slice (`_opens_visibly_by_index` is the plain form).
+    """
+    return "!" <= text < "\x7f"
+
+
+def _opens_visibly_by_index(text: str) -> bool:
+    """`_opens_visibly`, written plainly: the reference its tests compare it with."""
+    return text != "" and "!" <= text[0] <= "~"
+
+
+def _blank(text: str) -> bool:
+    """`is_blank(text)`, its full look spared for a text that opens visibly."""
+    return not _opens_visibly(text) and is_blank(text)
+
+
 def relevant(
     chunks: Sequence[Chunk], min_relevance: float | None
 ) -> tuple[list[Chunk], list[Dropped | DropRun]]:
     """The step: chunks worth reading, and the rest as `empty` or `below_floor`."""
-    # A text between "!" and "\x7f" in string order starts with a printable ASCII character
-    # other than a space, which `is_blank` sees: only texts outside need its full look, and
-    # without a floor one pass that finds none of them blank decides for all. The compare
-    # reads one character, without slicing.
-    if min_relevance is None and not [
-        c for c in chunks if not "!" <= c.content < "\x7f" and is_blank(c.content)
-    ]:
+    # Without a floor, one pass that finds no blank text decides for all.
+    if min_relevance is None and not [c for c in chunks if _blank(c.content)]:
         return list(chunks), []
     kept: list[Chunk] = []
     dropped: list[tuple[str, DropReason]] = []
     for chunk in chunks:
         text = chunk.content
-        if not "!" <= text < "\x7f" and is_blank(text):
+        if _blank(text):
             dropped.append((chunk.id, "empty"))
         elif (
             min_relevance is not None
