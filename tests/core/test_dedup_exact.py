@@ -498,6 +498,27 @@ def test_compact_postings_verdicts_equal_pairwise_through_truncation(
     assert mismatches(chunks, Dedup(), 21) == []
 
 
+def test_shared_postings_verdicts_equal_pairwise_when_every_window_is_in_a_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Chunks of three sentences in any order, as the benchmark pool's prose: after a few,
+    # every window a chunk holds is held by others, so inserts and probes take their
+    # one-kind paths (all lists); the arbitrary kept lists of `patterns` truncate them.
+    monkeypatch.setattr(dedup_module, "_PAIRWISE", 0)
+    rng = random.Random(22)
+    sentences = [prose(rng, 9, 40) for _ in range(3)]
+    chunks = [
+        Chunk(id=f"s{i}", content=" ".join(w for s in rng.sample(sentences, 3) for w in s))
+        for i in range(40)
+    ]
+    dedup = Deduplicator(Dedup(jaccard=0.9, containment=None))
+    dedup.duplicates(chunks[-1], chunks[:-1])
+    kinds = {type(postings) for postings in (dedup._texts._index or {}).values()}
+    assert kinds == {list}
+    for settings in (Dedup(), Dedup(jaccard=0.9, containment=None)):
+        assert mismatches(chunks, settings, 22) == []
+
+
 def test_memo_holds_one_entry_per_candidate_not_per_pair() -> None:
     chunks = [Chunk(id=f"c{i}", content=f"distinct text number {i} " * 3) for i in range(50)]
     dedup = Deduplicator(Dedup())

@@ -339,17 +339,19 @@ class _Texts:
         assert index is not None
         held = list(map(index.get, kept))
         kinds = list(map(type, held))
-        # In C: the new shingles, then the appends to lists; one Python step only per
-        # shingle that held one position so far.
-        new = compress(kept, map(_is_none, held))
+        # Windows held by one position so far become lists, one Python step each; then
+        # every present window's value is a list, appended to in C (pool prose: nearly all).
+        present: Iterator[int | list[int]] = filter(None, held)
+        if kinds.count(int):
+            singles = compress(zip(kept, held, strict=True), map(_is_int, kinds))
+            for shingle, single in cast("Iterator[tuple[int, int]]", singles):
+                index[shingle] = [single]
+            present = map(index.__getitem__, compress(kept, held))
+        deque(map(list.append, cast("Iterator[list[int]]", present), repeat(position)), maxlen=0)
         # Position 0 goes in lists, so that every value is truthy: `filter(None)` then
-        # finds the present shingles at C speed.
+        # finds the present windows at C speed, and `not` the new ones.
+        new = compress(kept, map(operator.not_, held))
         index.update(zip(new, repeat(position)) if position else ((s, [0]) for s in new))
-        lists = cast("Iterator[list[int]]", compress(held, map(_is_list, kinds)))
-        deque(map(list.append, lists, repeat(position)), maxlen=0)
-        singles = compress(zip(kept, held, strict=True), map(_is_int, kinds))
-        for shingle, single in cast("Iterator[tuple[int, int]]", singles):
-            index[shingle] = [single, position]
         insort(self._sizes, len(kept))
 
     def truncate(self, length: int) -> None:
@@ -389,8 +391,13 @@ class _Texts:
             return stop
         # The shortest probes meet the fewest kept chunks: single positions first.
         kinds = list(map(type, present))
-        singles = cast("list[int]", list(compress(present, map(_is_int, kinds))))
-        lists = cast("list[list[int]]", list(compress(present, map(_is_list, kinds))))
+        counted = kinds.count(int)
+        if counted in (0, len(present)):  # one kind only (pool prose: all lists)
+            singles = cast("list[int]", present if counted else [])
+            lists = cast("list[list[int]]", [] if counted else present)
+        else:
+            singles = cast("list[int]", list(compress(present, map(_is_int, kinds))))
+            lists = cast("list[list[int]]", list(compress(present, map(_is_list, kinds))))
         lists.sort(key=len)
         probed = probes - absent
         unprobed = len(present) - probed  # a hit's overlap is at most its count plus these
@@ -505,7 +512,6 @@ class _Texts:
         return least
 
 
-_is_none: Final = functools.partial(operator.is_, None)
 _is_int: Final = functools.partial(operator.is_, int)
 _is_list: Final = functools.partial(operator.is_, list)
 """Tests `map` and `compress` run in C: on a value, or on its `type`."""
