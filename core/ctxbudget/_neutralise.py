@@ -19,7 +19,14 @@ from typing import Final
 from ctxbudget._confusables import WARNING_SIGNS
 from ctxbudget._fence import FENCE_TAG, SourceFormat
 from ctxbudget._layout import FRAME_TAGS, ROLE_LABELS
-from ctxbudget._normalised import _STAND_IN, _changed, _tables, _unusual, _View, _view_text
+from ctxbudget._normalised import (
+    STAND_IN,
+    View,
+    changed_characters,
+    unusual_characters,
+    view_tables,
+    view_text,
+)
 
 __all__ = ["neutralise", "neutralise_field", "neutralise_header", "neutralise_section"]
 
@@ -41,7 +48,7 @@ _SMUGGLER_LEAD: Final = b"\xf3"
 
 def _word(word: str) -> str:
     """`word` as a pattern that also accepts the stand-in where it has an i, l or |."""
-    return "".join(f"[{c}{_STAND_IN}]" if c in "il|" else re.escape(c) for c in word)
+    return "".join(f"[{c}{STAND_IN}]" if c in "il|" else re.escape(c) for c in word)
 
 
 def _name(tag: str) -> str:
@@ -72,7 +79,7 @@ _DECORATION: Final = "(?:[^\\S\\n]++|[>#*_~]++)*+"
 # A stand-in inside the token is a letter (im_start with an l-shaped i), and a bar only
 # right before the ">".
 _SPECIAL_TOKEN: Final = re.compile(
-    f"<[|{_STAND_IN}](?:[^|{_STAND_IN}<>\\n]|{_STAND_IN}(?!>)){{1,64}}+[|{_STAND_IN}]>"
+    f"<[|{STAND_IN}](?:[^|{STAND_IN}<>\\n]|{STAND_IN}(?!>)){{1,64}}+[|{STAND_IN}]>"
 )
 _INST_BRACKET: Final = f"\\[[\\s/\\\\]*+{_word('inst')}[^\\S\\n]*+\\]"
 _INST_SYS: Final = "<<[\\s/\\\\]*+sys[^\\S\\n]*+>>"
@@ -272,13 +279,13 @@ _WARNING_SIGN: Final = re.compile(f"[{WARNING_SIGNS}][\ufe00-\ufe0f]?")
 
 
 def _rewrite(text: str, rules: _Rules, changed: str) -> str:
-    """`text`, whose changed characters are `changed` (`_changed`), with every look-alike
+    """`text`, whose changed characters are `changed` (`changed_characters`), with every look-alike
     found on its view rewritten; `text` itself if none."""
     while True:
-        viewed = _view_text(text, changed)
+        viewed = view_text(text, changed)
         if not rules.match_somewhere(viewed):
             return text
-        view = _View(viewed, text)  # a rule matches: `found` below is not empty
+        view = View(viewed, text)  # a rule matches: `found` below is not empty
         active = [r for r in rules.rules if any(t in viewed for t in r.triggers)]
         found = sorted(
             (
@@ -310,16 +317,16 @@ def _rewrite(text: str, rules: _Rules, changed: str) -> str:
         text = "".join(out)
         if not overlapped:
             return text
-        changed = _changed(text)
+        changed = changed_characters(text)
 
 
 def _neutralised(text: str, rules: _Rules) -> str:
     """`text` without smuggled characters, and with every look-alike of `rules` rewritten."""
     if text.isascii():
-        return _rewrite(text, rules, _changed(text))
+        return _rewrite(text, rules, changed_characters(text))
     utf8 = text.encode("utf-8", "surrogatepass")
-    unusual = _unusual(utf8)
-    changed = _changed(text, unusual)
+    unusual = unusual_characters(utf8)
+    changed = changed_characters(text, unusual)
     # Whatever _REMOVED finds in `text` it finds in `unusual`, where no ASCII separates a
     # run of selectors: only a text with a smuggled character is searched whole.
     if (
@@ -328,7 +335,7 @@ def _neutralised(text: str, rules: _Rules) -> str:
         and _REMOVED.search(text) is not None
     ):
         text = _REMOVED.sub("", text)
-        changed = _changed(text)
+        changed = changed_characters(text)
     return _rewrite(text, rules, changed)
 
 
@@ -369,9 +376,9 @@ def neutralise_header(text: str) -> str:
     Returns `text` itself when nothing changed.
     """
     text = neutralise(text)
-    if _OPENER_AT_END.search(_view_text(text, _changed(text))) is None:
+    if _OPENER_AT_END.search(view_text(text, changed_characters(text))) is None:
         return text
-    view = _tables().view
+    view = view_tables().view
     for index in range(len(text) - 1, -1, -1):
         seen = view.get(ord(text[index]), text[index])
         if seen in ("<", "["):

@@ -24,7 +24,16 @@ from typing import Final
 from ctxbudget._confusables import LETTER_READINGS, LOOK_ALIKES
 from ctxbudget._unicode import INVISIBLE_RANGES, SPACE_SEPARATORS
 
-__all__ = ["is_blank", "removable_bytes"]
+__all__ = [
+    "STAND_IN",
+    "View",
+    "changed_characters",
+    "is_blank",
+    "removable_bytes",
+    "unusual_characters",
+    "view_tables",
+    "view_text",
+]
 
 # --- the Unicode tables ---------------------------------------------------------------------
 
@@ -50,7 +59,7 @@ _ASCII_BREAKS: Final = str.maketrans(dict.fromkeys(_ASCII_BREAK_CHARS, "\n"))
 # Non-ASCII characters whose skeleton is "l" are drawn like l, I, 1 or |: the view
 # writes them all as this one letter (itself one of them), which the keyword patterns
 # accept wherever they expect i, l or |. ASCII text never contains it.
-_STAND_IN: Final = "\u01c0"
+STAND_IN: Final = "\u01c0"
 
 _ASTRAL: Final = "\\U00010000-\\U0010ffff"
 
@@ -138,15 +147,15 @@ def _matters(viewed: str) -> bool:
         or c in _STRUCTURAL
         or c.isspace()
         or c.isdecimal()
-        or c == _STAND_IN
+        or c == STAND_IN
         for c in viewed
     )
 
 
 @functools.cache
-def _tables() -> _Tables:
+def view_tables() -> _Tables:
     fold = {
-        source: _STAND_IN if target == "l" else target
+        source: STAND_IN if target == "l" else target
         for target, sources in LOOK_ALIKES.items()
         for source in sources
     }
@@ -174,7 +183,7 @@ def _tables() -> _Tables:
 
 
 @dataclass
-class _View:
+class View:
     """The normalised view of a text, and the way back from view indices to the text.
 
     Most characters give exactly one view character; the others (invisible ones,
@@ -201,7 +210,7 @@ class _View:
         if self._runs is None:
             self._runs = []
             if len(self.text) != len(self.source) or not self.source.isascii():
-                tables = _tables()
+                tables = view_tables()
                 shift = 0
                 for match in tables.resized.finditer(self.source):
                     run = match.group()
@@ -225,7 +234,7 @@ class _View:
             return index - shift + end, index + end
         offsets = self._offsets.get(run)
         if offsets is None:
-            table = _tables().view
+            table = view_tables().view
             lengths = (len(table.get(ord(c), c)) for c in self.source[text_start:text_end])
             offsets = self._offsets[run] = list(accumulate(lengths, initial=view_start))
         # The character whose view holds `index`: the last one starting at or before it.
@@ -245,7 +254,7 @@ _FEW_CHANGED: Final = 64
 over the text each, where `_view_by_runs` makes one regex pass and a step per run."""
 
 
-def _unusual(utf8: bytes) -> str:
+def unusual_characters(utf8: bytes) -> str:
     """Every non-ASCII character of the text encoded as `utf8`, and every ASCII line
     break but ``\\n``, in order.
 
@@ -255,23 +264,23 @@ def _unusual(utf8: bytes) -> str:
     return utf8.translate(None, _KEPT_ASCII).decode("utf-8", "surrogatepass")
 
 
-def _changed(text: str, unusual: str | None = None) -> str:
+def changed_characters(text: str, unusual: str | None = None) -> str:
     """The distinct characters of `text` that its view changes (`unusual` is
-    `_unusual` of `text`, if known)."""
+    `unusual_characters` of `text`, if known)."""
     if text.isascii():  # a few memchr scans
         return "".join([char for char in _ASCII_BREAK_CHARS if char in text])
     if unusual is None:
-        unusual = _unusual(text.encode("utf-8", "surrogatepass"))
-    return "".join(_tables().changing.intersection(unusual))
+        unusual = unusual_characters(text.encode("utf-8", "surrogatepass"))
+    return "".join(view_tables().changing.intersection(unusual))
 
 
-def _view_text(text: str, changed: str) -> str:
-    """The normalised view of `text`, whose changed characters are `changed` (`_changed`)."""
+def view_text(text: str, changed: str) -> str:
+    """The normalised view of `text`, whose changed characters are `changed`."""
     if text.isascii():
         return text.translate(_ASCII_BREAKS) if changed else text
     if len(changed) > _FEW_CHANGED:
         return _view_by_runs(text)
-    view = _tables().view
+    view = view_tables().view
     # No view holds a character the view changes (tests/core/test_neutralise_fast.py), so
     # replacing the changed characters one after another is the one-pass translate.
     for char in changed:
@@ -282,7 +291,7 @@ def _view_text(text: str, changed: str) -> str:
 def _view_by_runs(text: str) -> str:
     """The view of non-ASCII `text`: one regex pass and a translate per changed run, or,
     where changed runs are dense (Cyrillic, Greek), one translate of the whole text."""
-    tables = _tables()
+    tables = view_tables()
     pieces: list[str] = []
     cursor = 0
     for match in tables.attention.finditer(text):
@@ -320,7 +329,7 @@ def removable_bytes(text: str, *, datamarked: bool = False) -> int:
         spaces = text.count(" ") + text.count("\t")
     if text.isascii():
         return spaces
-    tables = _tables()
+    tables = view_tables()
     if datamarked:
         spaces += 3 * len(_WIDE_SPACES.findall(text))
     changed = "".join(tables.attention.findall(text))
@@ -332,6 +341,6 @@ def is_blank(text: str) -> bool:
     """Whether `text` holds nothing a reader sees: only whitespace and invisible characters."""
     if text.isascii():
         return not text or text.isspace()
-    if _tables().visible.search(text) is not None:
+    if view_tables().visible.search(text) is not None:
         return False
-    return not _view_text(text, _changed(text)).strip()
+    return not view_text(text, changed_characters(text)).strip()

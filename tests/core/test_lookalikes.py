@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from ctxbudget._confusables import LETTER_READINGS, LOOK_ALIKES
 from ctxbudget._neutralise import neutralise, neutralise_section
-from ctxbudget._normalised import _changed, _view_text
+from ctxbudget._normalised import changed_characters, view_text
 
 # --- the fuzzer's frames, verbatim ----------------------------------------------------------
 
@@ -57,7 +57,7 @@ def test_neutralise_rewrites_fence_tag_with_capital_lunate_sigma() -> None:
 
 
 def view(char: str) -> str:
-    return _view_text(char, _changed(char))
+    return view_text(char, changed_characters(char))
 
 
 @pytest.mark.parametrize(

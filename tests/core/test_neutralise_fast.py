@@ -9,7 +9,7 @@ bytes.translate, builds the view by one str.replace each, and tries each pattern
 one of its matches can begin. Both must give the same bytes for every input: the oracle
 below is a verbatim copy of the implementation before the fast path (`_rewrite`, `_view`,
 `_triggered`, `_stripped`, `is_blank` as of commit ff889ef), run on the library's own
-`_View` and patterns (header and role as they were spelt then: decoration one class a
+`View` and patterns (header and role as they were spelt then: decoration one class a
 character), and compared over a hostile alphabet of look-alikes, invisible characters,
 line breaks of every kind, role words, tags, digits and brackets.
 """
@@ -55,13 +55,13 @@ from ctxbudget._neutralise import (
 )
 from ctxbudget._normalised import (
     _FEW_CHANGED,
-    _changed,
+    View,
     _class,
-    _tables,
-    _unusual,
-    _View,
-    _view_text,
+    changed_characters,
     is_blank,
+    unusual_characters,
+    view_tables,
+    view_text,
 )
 from tests.support.factories import TAG_A, VS17, smuggled
 
@@ -74,7 +74,7 @@ _OLD_ASCII_BREAK = re.compile("[\r\x0b\x0c\x1c\x1d\x1e]")
 _OLD_ASCII_BREAKS = str.maketrans(dict.fromkeys("\r\x0b\x0c\x1c\x1d\x1e", "\n"))
 _OLD_TRIGGERS = re.compile(
     "[<\\[:{}]".format(
-        _class({p for p, v in _tables().view.items() if "<" in v or "[" in v or ":" in v})
+        _class({p for p, v in view_tables().view.items() if "<" in v or "[" in v or ":" in v})
     )
 )
 # The pattern as the module spelt it, before it was built from its two markers.
@@ -104,12 +104,12 @@ _OLD_SOURCE_RULES: dict[Format, tuple[_Rule, ...]] = {
 _OLD_SECTION_RULES = (_Rule(_SECTION_TAGS, "<", _escaped), *_OLD_ALWAYS)
 
 
-def old_view(text: str) -> _View:
+def old_view(text: str) -> View:
     if text.isascii():
         if _OLD_ASCII_BREAK.search(text) is None:
-            return _View(text, text)
-        return _View(text.translate(_OLD_ASCII_BREAKS), text)
-    tables = _tables()
+            return View(text, text)
+        return View(text.translate(_OLD_ASCII_BREAKS), text)
+    tables = view_tables()
     pieces: list[str] = []
     cursor = 0
     for match in tables.attention.finditer(text):
@@ -118,13 +118,13 @@ def old_view(text: str) -> _View:
         if viewed == run:
             continue  # astral characters the view keeps
         if len(pieces) > 128 and len(pieces) * 5 > match.end():
-            return _View(text.translate(tables.view), text)
+            return View(text.translate(tables.view), text)
         pieces += (text[cursor : match.start()], viewed)
         cursor = match.end()
     if not pieces:
-        return _View(text, text)
+        return View(text, text)
     pieces.append(text[cursor:])
-    return _View("".join(pieces), text)
+    return View("".join(pieces), text)
 
 
 def old_triggered(text: str) -> bool:
@@ -187,7 +187,7 @@ def old_neutralise_section(text: str) -> str:
 def old_is_blank(text: str) -> bool:
     if text.isascii():
         return not text or text.isspace()
-    if _tables().visible.search(text) is not None:
+    if view_tables().visible.search(text) is not None:
         return False
     return not old_view(text).text.strip()
 
@@ -203,7 +203,7 @@ _LOOK_ALIKE_CHARS = sorted(
         for c in LOOK_ALIKES.get(key, "") + LETTER_READINGS.get(key, "")
     }
 )
-_VIEWED = _tables().view
+_VIEWED = view_tables().view
 _STRUCTURAL_VIEWS = sorted(
     chr(p) for p, v in _VIEWED.items() if any(c in v for c in "<>[]:|") or len(v) > 1
 )
@@ -359,7 +359,7 @@ def test_is_blank_matches_the_straightforward_definition(text: str) -> None:
 @given(hostile_text)
 @examples(ONE_BY_ONE)
 def test_view_text_is_the_one_pass_view(text: str) -> None:
-    assert _view_text(text, _changed(text)) == old_view(text).text
+    assert view_text(text, changed_characters(text)) == old_view(text).text
 
 
 @given(hostile_text)
@@ -375,13 +375,13 @@ def test_match_somewhere_is_whether_any_rule_searches_true(text: str) -> None:
 @examples(ONE_BY_ONE)
 def test_unusual_is_every_character_but_ascii_the_view_keeps(text: str) -> None:
     kept = "".join(c for c in text if not c.isascii() or c in "\r\x0b\x0c\x1c\x1d\x1e")
-    assert _unusual(text.encode("utf-8", "surrogatepass")) == kept
+    assert unusual_characters(text.encode("utf-8", "surrogatepass")) == kept
 
 
 @given(hostile_text)
 @examples(ONE_BY_ONE)
 def test_changed_is_the_distinct_characters_the_view_changes(text: str) -> None:
-    changed = _changed(text)
+    changed = changed_characters(text)
     expected = {c for c in text if ord(c) in _VIEWED}
     assert (len(changed), set(changed)) == (len(expected), expected)
 
@@ -446,8 +446,8 @@ def test_angle_probe_has_a_literal_first_character(rules: _Rules) -> None:
 )
 def test_view_by_many_changed_characters_is_the_one_pass_view(text: str) -> None:
     text = _MANY_CHANGED + text
-    assert len(_changed(text)) > _FEW_CHANGED
-    assert _view_text(text, _changed(text)) == old_view(text).text
+    assert len(changed_characters(text)) > _FEW_CHANGED
+    assert view_text(text, changed_characters(text)) == old_view(text).text
 
 
 def test_smuggled_characters_are_bmp_selectors_the_view_changes_or_begin_with_f3() -> None:
@@ -461,7 +461,7 @@ def test_smuggled_characters_are_bmp_selectors_the_view_changes_or_begin_with_f3
 
 
 def test_unusual_keeps_lone_surrogates() -> None:
-    assert _unusual("a\ud83d\ude00b".encode("utf-8", "surrogatepass")) == "\ud83d\ude00"
+    assert unusual_characters("a\ud83d\ude00b".encode("utf-8", "surrogatepass")) == "\ud83d\ude00"
 
 
 @pytest.mark.parametrize("text", EDGES)
