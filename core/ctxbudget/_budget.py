@@ -18,7 +18,7 @@ from typing import Annotated, Any, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ctxbudget._arguments import check_int, check_type
-from ctxbudget._budget_messages import Syntax, _AllocationError, _explain, _shown
+from ctxbudget._budget_messages import AllocationError, Syntax, displayed, explain
 from ctxbudget._claimants import Claimant
 from ctxbudget._errors import BudgetError
 from ctxbudget._models import CONTEXT_WINDOWS, UnknownModelError, resolve_model
@@ -64,7 +64,7 @@ class Allocation(BaseModel):
     @model_validator(mode="after")
     def _min_le_max(self) -> Self:
         if self.max is not None and self.min > self.max:
-            raise _AllocationError(
+            raise AllocationError(
                 f"min ({self.min}) is greater than max ({self.max}); lower min or raise max",
                 allocation=self.name,
             )
@@ -119,8 +119,8 @@ class Budget(BaseModel):
             for name, settings in data["allocations"].items():
                 if isinstance(settings, Mapping):
                     if settings.get("name", name) != name:
-                        raise _AllocationError(
-                            f"sets name = {_shown(settings['name'])}, but its key already "
+                        raise AllocationError(
+                            f"sets name = {displayed(settings['name'])}, but its key already "
                             "names it; remove name",
                             allocation=name,
                         )
@@ -147,7 +147,7 @@ class Budget(BaseModel):
         seen: set[str] = set()
         for allocation in self.allocations:
             if allocation.name in seen:
-                raise _AllocationError(
+                raise AllocationError(
                     "appears twice; give each claimant one allocation", allocation=allocation.name
                 )
             seen.add(allocation.name)
@@ -335,7 +335,7 @@ class Budget(BaseModel):
         try:
             budget = cls.model_validate(data)
         except ValidationError as exc:
-            raise BudgetError(_explain(exc, data, syntax)) from None
+            raise BudgetError(explain(exc, data, syntax)) from None
         missing = [name for name in needs if budget.allocation(name) is None]
         if missing:
             raise BudgetError(_missing(missing, data, syntax))
@@ -429,7 +429,7 @@ def _json_loads(text: str) -> object:
 
 
 # Beside DEFAULT_ALLOCATIONS, whose settings it suggests, rather than with the messages
-# `_explain` writes: those need nothing from this module.
+# `explain` writes: those need nothing from this module.
 def _missing(names: list[Claimant], data: object, syntax: Syntax) -> str:
     """Say which allocations to add for claimants the caller sends, in the file's syntax."""
     allocations = data.get("allocations") if isinstance(data, Mapping) else None

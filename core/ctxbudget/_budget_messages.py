@@ -17,13 +17,13 @@ from pydantic_core import ErrorDetails
 
 from ctxbudget._claimants import CLAIMANTS
 
-__all__ = ["Syntax"]
+__all__ = ["AllocationError", "Syntax", "displayed", "explain"]
 
 Syntax = Literal["toml", "json"]
 """The file syntax a budget's error messages are written in."""
 
 
-class _AllocationError(ValueError):
+class AllocationError(ValueError):
     """A validator's complaint about one allocation, kept apart from where that allocation is,
     so `Budget.parse` can say where in the file's own syntax."""
 
@@ -50,7 +50,7 @@ _WHY = {
 }
 
 
-def _explain(error: ValidationError, data: object, syntax: Syntax) -> str:
+def explain(error: ValidationError, data: object, syntax: Syntax) -> str:
     """One sentence for all of `error`'s problems, each placed in `data` in `syntax`."""
     where = _Places(data, syntax)
     return "; ".join(_problem(detail, where) for detail in error.errors())
@@ -108,11 +108,11 @@ class _Places:
 def _problem(detail: ErrorDetails, where: _Places) -> str:
     loc = detail["loc"]
     kind = detail["type"]
-    value = _shown(detail["input"])
+    value = displayed(detail["input"])
     ctx = detail.get("ctx", {})
     if kind == "value_error":
         error = ctx.get("error")
-        if isinstance(error, _AllocationError):
+        if isinstance(error, AllocationError):
             label = (
                 where.table(loc[1])
                 if len(loc) == 2 and isinstance(loc[1], int)
@@ -150,7 +150,7 @@ def _problem(detail: ErrorDetails, where: _Places) -> str:
         close = difflib.get_close_matches(field, known, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         top = "the top of the file" if where.syntax == "toml" else "the top-level object"
-        name = field if field.isidentifier() and field.isascii() else _shown(field)
+        name = field if field.isidentifier() and field.isascii() else displayed(field)
         return f"remove {name} from {table or top}: it takes only {', '.join(known)}{hint}"
     if kind == "literal_error" and where.keys is not None and table is not None:
         return f"{table} is not a claimant; name the table after one of {', '.join(CLAIMANTS)}"
@@ -177,7 +177,7 @@ def _key_path(key: str, syntax: Syntax) -> str:
     return f"allocations[{json.dumps(key)}]"
 
 
-def _shown(value: object) -> str:
+def displayed(value: object) -> str:
     """A value as the file would write it, shortened to stay within one readable sentence."""
     try:
         text = json.dumps(value, ensure_ascii=False)

@@ -27,6 +27,7 @@ __all__ = [
     "INGEST_COUNT_KEYS",
     "TOKENIZER_KEY",
     "TOKENS_KEY",
+    "count_digest",
     "ingest_count",
     "ingest_metadata",
 ]
@@ -40,7 +41,7 @@ DIGEST_KEY: Final = "ctxbudget_digest"
 INGEST_COUNT_KEYS: Final = (TOKENS_KEY, TOKENIZER_KEY, DIGEST_KEY)
 
 
-def _digest(text: str, tokenizer: str, tokens: int) -> str:
+def count_digest(text: str, tokenizer: str, tokens: int) -> str:
     data = f"{tokenizer}\x00{tokens}\x00{text}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(data).hexdigest()[:32]
 
@@ -60,7 +61,7 @@ def ingest_metadata(text: str, tokenizer: Tokenizer) -> dict[str, Any]:
     return {
         TOKENS_KEY: tokens,
         TOKENIZER_KEY: tokenizer.name,
-        DIGEST_KEY: _digest(text, tokenizer.name, tokens),
+        DIGEST_KEY: count_digest(text, tokenizer.name, tokens),
     }
 
 
@@ -74,7 +75,7 @@ def ingest_count(metadata: Mapping[str, Any], text: str, tokenizer: str) -> int 
         or not isinstance(tokens, int)
         or tokens < 0
         or metadata.get(TOKENIZER_KEY) != tokenizer
-        or metadata.get(DIGEST_KEY) != _digest(text, tokenizer, tokens)
+        or metadata.get(DIGEST_KEY) != count_digest(text, tokenizer, tokens)
     ):
         return None
     return tokens

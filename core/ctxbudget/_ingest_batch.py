@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 from ctxbudget._errors import InputError
-from ctxbudget._ingest import DIGEST_KEY, TOKENIZER_KEY, TOKENS_KEY, _digest, ingest_metadata
+from ctxbudget._ingest import DIGEST_KEY, TOKENIZER_KEY, TOKENS_KEY, count_digest, ingest_metadata
 from ctxbudget._scan import scan_for_instructions
 from ctxbudget._tokens import TiktokenTokenizer, Tokenizer, tokenizer_of
 
@@ -87,7 +87,7 @@ def ingest_columns(
         else:
             ids = encoding.encode_ordinary_batch(encoded, num_threads=num_threads)
             counts = [len(row) for row in ids]
-        digests = [_digest(text, name, n) for text, n in zip(strings, counts, strict=True)]
+        digests = [count_digest(text, name, n) for text, n in zip(strings, counts, strict=True)]
     else:
         rows = [ingest_metadata(text, tokenizer) for text in strings]
         counts = [row[TOKENS_KEY] for row in rows]

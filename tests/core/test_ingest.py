@@ -18,7 +18,7 @@ from ctxbudget import (
     ingest_count,
     ingest_metadata,
 )
-from ctxbudget._ingest import DIGEST_KEY, TOKENIZER_KEY, TOKENS_KEY, _digest
+from ctxbudget._ingest import DIGEST_KEY, TOKENIZER_KEY, TOKENS_KEY, count_digest
 from tests.support.tokenizers import fake_count
 
 TEXT = "Refunds take 14 days from delivery; gift cards are final."
@@ -95,7 +95,7 @@ def test_ingest_count_that_is_not_a_count_is_none(count: Any) -> None:
     metadata = {
         TOKENS_KEY: count,
         TOKENIZER_KEY: "twelve",
-        DIGEST_KEY: _digest(TEXT, "twelve", count),
+        DIGEST_KEY: count_digest(TEXT, "twelve", count),
     }
 
     assert ingest_count(metadata, TEXT, "twelve") is None
