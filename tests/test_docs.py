@@ -213,3 +213,14 @@ def test_ci_finds_the_test_command_between_its_markers() -> None:
     commands = [line.strip() for line in between.splitlines() if line.startswith("python3 ")]
     assert commands
     assert "pytest" in commands[0]
+
+
+def _marked(text: str, marker: str) -> str:
+    return text.split(f"<!-- {marker} -->", 1)[1].split(f"<!-- /{marker} -->", 1)[0].strip()
+
+
+def test_install_page_gives_the_readme_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    install = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    for marker in ("demo-command", "test-command"):
+        assert _marked(readme, marker) in install
