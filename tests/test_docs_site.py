@@ -1,4 +1,5 @@
-"""The docs site builds with warnings as errors, offline, and lists every page.
+"""The docs site builds with warnings as errors, offline, lists every page, and its API
+reference shows every public name.
 
 The build runs in a subprocess into a temporary directory, as CI would run it.
 mkdocs-material fetches nothing at build time unless told to: web fonts are off and the
@@ -8,15 +9,29 @@ plugins that download (privacy, social) are not used.
 from __future__ import annotations
 
 import os
+import re
 import runpy
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 from mkdocs.config import load_config
 
+import ctxbudget
+import ctxbudget.eval
+import langchain_ctxbudget
+import llamaindex_ctxbudget
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "mkdocs.yml"
+API_PAGES: dict[str, ModuleType] = {
+    "ctxbudget": ctxbudget,
+    "eval": ctxbudget.eval,
+    "langchain": langchain_ctxbudget,
+    "llamaindex": llamaindex_ctxbudget,
+}
+"""Each API reference page, and the module whose `__all__` it must show whole."""
 
 
 def _fence_doctests(text: str) -> str:
@@ -40,7 +55,10 @@ def test_docs_site_builds_strict(tmp_path: Path) -> None:
         timeout=300,
     )
     assert build.returncode == 0, build.stderr
-    assert (site / "api" / "ctxbudget" / "index.html").is_file()
+    for page, module in API_PAGES.items():
+        html = (site / "api" / page / "index.html").read_text(encoding="utf-8")
+        shown = set(re.findall(rf'id="{re.escape(module.__name__)}\.(\w+)"', html))
+        assert set(module.__all__) - shown == set(), page
 
 
 def test_docs_site_fetches_nothing_at_build_time() -> None:
