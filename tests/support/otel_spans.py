@@ -39,8 +39,11 @@ def recorded_spans() -> Iterator[InMemorySpanExporter]:
 @contextmanager
 def tracer_provider_restored() -> Iterator[None]:
     """Whatever sets the global tracer provider inside the block (a README example) is
-    undone after it, so the rest of the suite runs with no provider."""
+    undone after it, so the rest of the suite runs with no provider. The block gets a fresh
+    set-once guard: setting a provider flips the guard in place, so a block that reused the
+    saved one would leave the next block unable to set its own."""
     saved = (trace._TRACER_PROVIDER_SET_ONCE, trace._TRACER_PROVIDER)
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
     try:
         yield
     finally:
