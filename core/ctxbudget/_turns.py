@@ -15,11 +15,10 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxbudget._allocate import allocate
 from ctxbudget._arguments import check_int, check_type
 from ctxbudget._budget import Allocation
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
-from ctxbudget._exact import render_exactly
+from ctxbudget._exact import settle
 from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Role, Turn, check_token_range, sequence_of
 from ctxbudget._neutralise import neutralise_section
@@ -175,9 +174,7 @@ def trim_with(
         summarize=summarize,
         summaries=summaries,
     )
-    rendered = render_exactly(
-        {"history": claim}, allocate([claim], max_tokens), max_tokens, counter
-    )
+    _, rendered = settle({"history": claim}, max_tokens, counter)
     fit = rendered.fits["history"]
     entries = claim.entries(fit)
     return TrimmedHistory(

@@ -11,6 +11,7 @@ document whole in place of its chunks.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
@@ -18,7 +19,8 @@ from typing import Final, cast, overload
 from weakref import WeakKeyDictionary
 
 from ctxbudget._budget import Allocation
-from ctxbudget._claims import ListClaim
+from ctxbudget._claims import ListClaim, Outcome
+from ctxbudget._errors import ContextBudgetError
 from ctxbudget._fence import SourceFormat, datamark, fence_frame, fence_notice
 from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._joins import Counted, Piece
@@ -27,6 +29,7 @@ from ctxbudget._neutralise import neutralise
 from ctxbudget._normalised import removable_bytes
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason, DropRun, records
+from ctxbudget._result import Source
 from ctxbudget._sources.arrange import Order, arrange
 from ctxbudget._sources.conflicts import ConflictPolicy, conflict_instruction, dates_differ
 from ctxbudget._sources.dedup import Dedup, Deduplicator
@@ -47,6 +50,8 @@ from ctxbudget._textcache import shingle_cache
 from ctxbudget._tokens import BoundedTokenizer, TokenCounter
 
 __all__ = ["RankedIds", "RetrievedClaim", "SourceSettings", "rank", "ranking"]
+
+logger = logging.getLogger("ctxbudget")
 
 _SEPARATE: Final = Frame("", "", SECTION_SEPARATOR)
 """The section frame when each source carries its fence: only blank lines between them."""
@@ -526,6 +531,57 @@ class RetrievedClaim(ListClaim[Chunk]):
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:
         return records(self.drop_runs(fit))
+
+    def outcome(self, fit: Fit[Chunk]) -> Outcome:
+        """What each [n] refers to, in prompt order, and the document sent whole."""
+        sources = tuple(
+            Source(
+                n=n,
+                chunk=chunk,
+                text=text,
+                document=self.is_document(chunk),
+                covers=self.covered(chunk) if self.is_document(chunk) else (),
+            )
+            for n, (chunk, text) in enumerate(self.blocks(fit), 1)
+        )
+        return Outcome(sources=sources, escalated=self.escalated(fit))
+
+    def require_sent(self, fit: Fit[Chunk], granted: int) -> None:
+        """Retrieval that found permitted, relevant sources but could send none is no silent
+        success: an error when retrieval has a floor, else a warning naming them.
+
+        Answering from no sources while the retriever found some degrades the answer unseen;
+        a floor says the request needs sources, so it fails instead.
+        """
+        if fit.parts or not fit.overflow:
+            return
+        unfit = [d for d in self.drops(fit) if d.reason in ("oversize", "over_budget")]
+        if not unfit:
+            return
+        ids = [d.id for d in unfit]
+        named = ", ".join(ids[:10]) + (f" and {len(ids) - 10:,} more" if len(ids) > 10 else "")
+        floor = self.allocation.min
+        if floor > 0:
+            # The smallest source counted, in its fence: less than that sends nothing.
+            known = [d.tokens for d in unfit if d.tokens is not None]
+            needed = self.packer.framing + min(known) if known else granted + 1
+            raise ContextBudgetError(
+                "retrieved",
+                max(needed, granted + 1),
+                granted,
+                f"{len(ids):,} permitted, relevant source(s) were found but none fits ({named}), "
+                f"and retrieval's min ({floor:,}) says the request needs sources; raise the "
+                "retrieved allocation (or the total), cut documents into smaller chunks, or "
+                "set min=0 to answer without sources",
+            )
+        logger.warning(
+            "no source fits the %s tokens retrieval was given: %s permitted, relevant source(s) "
+            "were left out (%s); the model answers without sources",
+            f"{granted:,}",
+            f"{len(ids):,}",
+            named,
+            extra={"ctxbudget_unsent": ids},
+        )
 
     def drop_runs(self, fit: Fit[Chunk]) -> list[Dropped | DropRun]:
         """`drops(fit)`, with the chunks never looked at as a run of records not built yet."""

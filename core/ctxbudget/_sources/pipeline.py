@@ -17,15 +17,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxbudget._allocate import allocate
 from ctxbudget._arguments import check_int, check_optional, check_type
 from ctxbudget._budget import Allocation
-from ctxbudget._errors import ContextBudgetError, InputError
-from ctxbudget._exact import render_exactly
+from ctxbudget._errors import InputError
+from ctxbudget._exact import settle
 from ctxbudget._fence import SourceFormat
 from ctxbudget._inputs import Chunk, Principal, check_token_range, sequence_of
 from ctxbudget._otel import traced_entry
-from ctxbudget._pack import Fit
 from ctxbudget._report import DeferredDropped, Dropped, DropRun
 from ctxbudget._result import Source
 from ctxbudget._sources.arrange import Order
@@ -44,11 +42,9 @@ __all__ = [
     "SourceOptions",
     "candidates",
     "check_chunks",
-    "require_sent",
     "retrieved_claim",
     "select_sources",
     "source_options",
-    "sources_of",
 ]
 
 
@@ -197,44 +193,6 @@ _ID = attrgetter("id")
 logger = logging.getLogger("ctxbudget")
 
 
-def require_sent(claim: RetrievedClaim, fit: Fit[Chunk], granted: int) -> None:
-    """Retrieval that found permitted, relevant sources but could send none is no silent
-    success: an error when retrieval has a floor, else a warning naming them.
-
-    Answering from no sources while the retriever found some degrades the answer unseen;
-    a floor says the request needs sources, so it fails instead.
-    """
-    if fit.parts or not fit.overflow:
-        return
-    unfit = [d for d in claim.drops(fit) if d.reason in ("oversize", "over_budget")]
-    if not unfit:
-        return
-    ids = [d.id for d in unfit]
-    named = ", ".join(ids[:10]) + (f" and {len(ids) - 10:,} more" if len(ids) > 10 else "")
-    floor = claim.allocation.min
-    if floor > 0:
-        # The smallest source counted, in its fence: less than that sends nothing.
-        known = [d.tokens for d in unfit if d.tokens is not None]
-        needed = claim.packer.framing + min(known) if known else granted + 1
-        raise ContextBudgetError(
-            "retrieved",
-            max(needed, granted + 1),
-            granted,
-            f"{len(ids):,} permitted, relevant source(s) were found but none fits ({named}), "
-            f"and retrieval's min ({floor:,}) says the request needs sources; raise the "
-            "retrieved allocation (or the total), cut documents into smaller chunks, or "
-            "set min=0 to answer without sources",
-        )
-    logger.warning(
-        "no source fits the %s tokens retrieval was given: %s permitted, relevant source(s) "
-        "were left out (%s); the model answers without sources",
-        f"{granted:,}",
-        f"{len(ids):,}",
-        named,
-        extra={"ctxbudget_unsent": ids},
-    )
-
-
 def retrieved_claim(
     allocation: Allocation,
     chunks: Sequence[Chunk],
@@ -274,20 +232,6 @@ def retrieved_claim(
     )
     claim = RetrievedClaim(allocation, ranked, counter=counter, settings=settings, ids=ids)
     return claim, ruled_out
-
-
-def sources_of(claim: RetrievedClaim, fit: Fit[Chunk]) -> tuple[Source, ...]:
-    """What each [n] refers to, in prompt order."""
-    return tuple(
-        Source(
-            n=n,
-            chunk=chunk,
-            text=text,
-            document=claim.is_document(chunk),
-            covers=claim.covered(chunk) if claim.is_document(chunk) else (),
-        )
-        for n, (chunk, text) in enumerate(claim.blocks(fit), 1)
-    )
 
 
 @traced_entry("ctxbudget.select_sources")
@@ -356,18 +300,18 @@ def select_with(
         now=now,
         per_source=fence == "per_source",
     )
-    allocated = allocate([claim], max_tokens)
-    rendered = render_exactly({"retrieved": claim}, allocated, max_tokens, counter)
+    _, rendered = settle({"retrieved": claim}, max_tokens, counter)
     fit = rendered.fits["retrieved"]
-    require_sent(claim, fit, max_tokens)
+    claim.require_sent(fit, max_tokens)
     frame = claim.fence(fit) if fit.parts else None
+    outcome = claim.outcome(fit)
     return Selection(
         text=rendered.text,
         tokens=rendered.total,
         budget=max_tokens,
-        sources=sources_of(claim, fit),
+        sources=outcome.sources,
         dropped=(),
-        escalated=claim.escalated(fit),
+        escalated=outcome.escalated,
         trimmed=fit.overflow,
         fence=fence,
         fence_open="" if frame is None else frame.open,
