@@ -95,8 +95,9 @@ from ctxbudget._sources.fenced import (
     read_fenced_all,
 )
 from ctxbudget._sources.permit import AccessPolicy, permitted
-from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
+from ctxbudget._sources.pipeline import SourceOptions
 from ctxbudget._sources.render import HeaderCache
+from ctxbudget._standalone import FenceMode, Selection, TrimmedHistory, select_sources, trim_turns
 from ctxbudget._textcache import ShingleCache, TextCache
 from ctxbudget._tokens import (
     CallableTokenizer,
@@ -110,7 +111,7 @@ from ctxbudget._tokens import (
     get_tokenizer,
     tokenizer_from_file,
 )
-from ctxbudget._turns import ToolCall, TrimmedHistory, message_text, trim_turns
+from ctxbudget._turns import ToolCall, message_text
 
 __version__ = _metadata.version("ctxbudget")
 

@@ -29,15 +29,20 @@ from ctxbudget._report import Dropped, DropRun, Report
 from ctxbudget._result import Assembled
 from ctxbudget._sources.permit import check_principal
 from ctxbudget._sources.pipeline import (
-    FenceMode,
-    Selection,
     SourceOptions,
     check_chunks,
     retrieved_claim,
-    select_with,
     source_options,
 )
 from ctxbudget._sources.render import HeaderCache, header_cache
+from ctxbudget._standalone import (
+    FenceMode,
+    Selection,
+    TrimmedHistory,
+    history_options,
+    select_with,
+    trim_with,
+)
 from ctxbudget._textcache import ShingleCache, TextCache, shingle_cache
 from ctxbudget._tokens import (
     TokenCounter,
@@ -47,7 +52,6 @@ from ctxbudget._tokens import (
     tokenizer_of,
 )
 from ctxbudget._tools import tool_schema, tools_claim
-from ctxbudget._turns import TrimmedHistory, history_options, trim_with
 
 __all__ = ["ContextAssembler"]
 

@@ -110,7 +110,8 @@ def assembled_with_custom_memory(sizes: dict[str, int], *, max_memory: int) -> A
     )
     assembler = ContextAssembler(tokenizer=O200K, budget=budget)
     question, memory = budget.allocation("question"), budget.allocation("memory")
-    assert question is not None and memory is not None
+    assert question is not None
+    assert memory is not None
     claims: dict[Claimant, Claim] = {
         "question": text_claim(
             question, "Why?", counter=assembler.counter, frame=FRAMES["question"]

@@ -1,5 +1,5 @@
 """Per-source fences (`select_sources(fence="per_source")`) and retrieval that found
-sources but could send none (`_sources.pipeline.require_sent`)."""
+sources but could send none (`RetrievedClaim.require_sent`)."""
 
 from __future__ import annotations
 
