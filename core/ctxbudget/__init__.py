@@ -48,6 +48,7 @@ from ctxbudget._ingest_batch import (
     ingest_columns,
 )
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
+from ctxbudget._layout import Frame
 from ctxbudget._models import ModelInfo, resolve_model
 from ctxbudget._neutralise import neutralise, neutralise_section
 from ctxbudget._otel import span_attributes, traced
@@ -163,6 +164,7 @@ __all__ = [
     "EstimateTokenizer",
     "FenceMode",
     "FencedSource",
+    "Frame",
     "GeminiContent",
     "GeminiCount",
     "GeminiFunction",

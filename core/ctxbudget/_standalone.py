@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +23,7 @@ from ctxbudget._errors import InputError
 from ctxbudget._exact import settle
 from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Role, Turn, check_token_range, sequence_of
+from ctxbudget._layout import Frame
 from ctxbudget._otel import traced_entry
 from ctxbudget._report import DeferredDropped, Dropped, SummarySpan, nothing_in
 from ctxbudget._result import Source
@@ -46,6 +47,9 @@ __all__ = [
 FenceMode = Literal["block", "per_source"]
 """One fence around all sources, or each source in a fence of its own."""
 
+_NO_FRAME: Final = Frame("", "", "")
+"""A selection's frame when it kept no source."""
+
 
 class Selection(DeferredDropped, BaseModel):
     """Retrieved sources selected under a token budget: the fenced block and what it holds."""
@@ -54,7 +58,8 @@ class Selection(DeferredDropped, BaseModel):
 
     text: str = Field(
         description="The fenced, numbered sources; '' when no source was kept. One fence "
-        "around them all, or (fence='per_source') each source in its own, joined by separator."
+        "around them all, or (fence='per_source') each source in its own, joined by "
+        "frame.separator."
     )
     tokens: int = Field(description="Exact token count of text.")
     budget: int = Field(description="The max_tokens the selection was made under.")
@@ -69,16 +74,16 @@ class Selection(DeferredDropped, BaseModel):
     )
     trimmed: bool = Field(description="Some chunk was left out for lack of space.")
     fence: FenceMode = Field(default="block", description="How the sources are fenced.")
-    fence_open: str = Field(
-        default="", description="What opens the fence: its tag and the untrusted-data notice."
+    frame: Frame = Field(
+        default=_NO_FRAME,
+        description="The fence: what opens it (its tag and the untrusted-data notice), what "
+        "closes it, and what stands between two sources; all '' when no source was kept.",
     )
-    fence_close: str = Field(default="", description="What closes the fence.")
-    separator: str = Field(default="", description="What stands between two sources.")
 
     def framed_sources(self) -> tuple[str, ...]:
         """Each source inside a fence of its own (what a framework node should carry when
         fence='per_source': whatever reorders or filters them, each stays fenced)."""
-        return tuple(self.fence_open + s.text + self.fence_close for s in self.sources)
+        return tuple(self.frame.wrap([s.text]) for s in self.sources)
 
 
 @traced_entry("ctxbudget.select_sources")
@@ -150,7 +155,6 @@ def select_with(
     _, rendered = settle({"retrieved": claim}, max_tokens, counter)
     fit = rendered.fits["retrieved"]
     claim.require_sent(fit, max_tokens)
-    frame = claim.fence(fit) if fit.parts else None
     outcome = claim.outcome(fit)
     return Selection(
         text=rendered.text,
@@ -161,9 +165,7 @@ def select_with(
         escalated=outcome.escalated,
         trimmed=fit.overflow,
         fence=fence,
-        fence_open="" if frame is None else frame.open,
-        fence_close="" if frame is None else frame.close,
-        separator="" if frame is None else frame.separator,
+        frame=claim.fence(fit) if fit.parts else _NO_FRAME,
     )._defer_dropped([*ruled_out, *claim.drop_runs(fit)])
 
 
