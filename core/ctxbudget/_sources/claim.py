@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Final, cast, overload
-from weakref import WeakKeyDictionary
 
 from ctxbudget._budget import Allocation
 from ctxbudget._claims import ListClaim, Outcome
@@ -26,7 +25,6 @@ from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._joins import Counted, Piece
 from ctxbudget._layout import SECTION_SEPARATOR, Frame
 from ctxbudget._neutralise import neutralise
-from ctxbudget._normalised import removable_bytes
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason, DropRun, records
 from ctxbudget._result import Source
@@ -46,8 +44,9 @@ from ctxbudget._sources.escalate import (
 )
 from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.render import HeaderCache, RenderOptions, header_cache, render_source
+from ctxbudget._sources.sizes import estimates
 from ctxbudget._textcache import shingle_cache
-from ctxbudget._tokens import BoundedTokenizer, TokenCounter
+from ctxbudget._tokens import TokenCounter
 
 __all__ = ["RankedIds", "RetrievedClaim", "SourceSettings", "rank", "ranking"]
 
@@ -167,23 +166,6 @@ class RankedIds(Sequence[str]):
         return self._ids[self._positions[index]]
 
 
-_PER_TOKEN: WeakKeyDictionary[TokenCounter, int] = WeakKeyDictionary()
-
-
-def _bytes_per_token(counter: TokenCounter) -> int:
-    """The longest token of the counter's tokenizer in UTF-8 bytes; 0 when it does not say.
-
-    Remembered per counter (an assembler keeps one for all its requests): the runtime
-    protocol check costs about 20 µs, a sizeable share of a request's selection.
-    """
-    known = _PER_TOKEN.get(counter)
-    if known is None:
-        tokenizer = counter.tokenizer
-        known = tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else 0
-        _PER_TOKEN[counter] = known
-    return known
-
-
 _Shown = tuple[Chunk, tuple[str, str, str], int | None]
 """A kept source: the chunk, its rendered parts (header, content, close), its ingest count."""
 
@@ -264,75 +246,45 @@ class RetrievedClaim(ListClaim[Chunk]):
         self._documents: dict[str, Chunk | None] = {}
         self._denied: dict[str, Dropped] = {}
         self._last: tuple[Fit[Chunk], tuple[bool, list[_Shown]]] | None = None
+        self._counter = counter
         # Costs are upper bounds: every header costed with the widest number and, when
         # a conflict policy is set, with its effective date; the exact count comes last.
-        widest = max(len(ranked), 1)
-        upper = replace(settings.render, effective_dates=settings.conflict_policy is not None)
-        per_token = _bytes_per_token(counter)
+        self._widest = max(len(ranked), 1)
+        self._upper = replace(settings.render, effective_dates=settings.conflict_policy is not None)
         # The fence costed with the conflict instruction whenever a policy may add it.
-        fence = fence_frame(self._notice(conflict=settings.conflict_policy is not None))
-
-        def cost(chunk: Chunk) -> int:
-            content = self.content(chunk)
-            before, _, after = self._framed(
-                _around(widest, chunk, content, upper, self._headers), fence
-            )
-            tokens = self._ingest_count(chunk, content)
-            if tokens is not None:
-                return counter.count(before + after) + tokens
-            # Counted around the content: the content's count is cached for the final count.
-            return counter.count_joined((before, content, after))
-
-        def bound(chunk: Chunk) -> int:
-            # From the raw text: neutralising a chunk that cannot fit would be wasted work.
-            if not per_token:
-                return 0
-            text = chunk.content
-            kept = len(text.encode("utf-8")) - removable_bytes(text, datamarked=settings.datamark)
-            return -(-kept // per_token)
-
-        def floor(chunk: Chunk) -> int:
-            # ASCII bytes neutralising keeps (it never shortens what it rewrites, and only
-            # characters its view changes can shrink: `removable_bytes`), less the spaces
-            # and tabs datamarking may merge: one C scan where the full bound takes several.
-            # A non-ASCII character takes 2 UTF-8 bytes at least, so there are at most
-            # (bytes - characters) of them: one encode, where encode("ascii", "ignore")
-            # calls its error handler once per non-ASCII run (2 ms on a 1 MB chunk).
-            if not per_token:
-                return 0
-            text = chunk.content
-            if text.isascii():
-                kept = len(text)
-            else:
-                kept = max(2 * len(text) - len(text.encode("utf-8", "surrogatepass")), 0)
-            if settings.datamark:
-                kept -= text.count(" ") + text.count("\t")
-            return kept // per_token
-
-        def ceiling(chunk: Chunk) -> int:
-            # At most 4 UTF-8 bytes a character, exactly 1 in ASCII text: no scan of the text.
-            if not per_token:
-                return 0
-            text = chunk.content
-            return -(-(len(text) if text.isascii() else 4 * len(text)) // per_token)
-
-        self._counter = counter
+        self._upper_fence = fence_frame(self._notice(conflict=settings.conflict_policy is not None))
+        bound, floor, ceiling = estimates(counter, datamarked=settings.datamark)
         super().__init__(
             allocation,
             ranked,
             counter=counter,
-            frame=_SEPARATE if settings.per_source else fence,
+            frame=_SEPARATE if settings.per_source else self._upper_fence,
             kind="chunk",
             key=_ID,
-            text=lambda c: "".join(
-                self._framed(_around(widest, c, self.content(c), upper, self._headers), fence)
-            ),
-            cost=cost,
+            text=self._costed_text,
+            cost=self._cost,
             bound=bound,
             ceiling=ceiling,
             floor=floor,
             kind_of=lambda c: "document" if self.is_document(c) else "chunk",
         )
+
+    def _costed_parts(self, chunk: Chunk) -> tuple[str, str, str]:
+        """The chunk rendered as costed (widest number, upper-bound header and fence)."""
+        around = _around(self._widest, chunk, self.content(chunk), self._upper, self._headers)
+        return self._framed(around, self._upper_fence)
+
+    def _costed_text(self, chunk: Chunk) -> str:
+        return "".join(self._costed_parts(chunk))
+
+    def _cost(self, chunk: Chunk) -> int:
+        """An upper bound on what `chunk` costs in the prompt, frame and header included."""
+        before, content, after = self._costed_parts(chunk)
+        tokens = self._ingest_count(chunk, content)
+        if tokens is not None:
+            return self._counter.count(before + after) + tokens
+        # Counted around the content: the content's count is cached for the final count.
+        return self._counter.count_joined((before, content, after))
 
     def _ids_of(self, chunks: Sequence[Chunk]) -> Sequence[str]:
         """The ids of `chunks`; from `ids` when they are the last ranked candidates, as a
