@@ -22,11 +22,12 @@ from ctxbudget._fence import SourceFormat
 from ctxbudget._inputs import Chunk, Principal, sequence_of
 from ctxbudget._report import Dropped, DropRun
 from ctxbudget._sources.arrange import Order
-from ctxbudget._sources.claim import RankedIds, RetrievedClaim, SourceSettings, ranking
+from ctxbudget._sources.claim import RetrievedClaim, SourceSettings
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader, check_loader
 from ctxbudget._sources.permit import AccessPolicy, permit
+from ctxbudget._sources.rank import RankedIds, ranking
 from ctxbudget._sources.relevance import relevant
 from ctxbudget._sources.render import RenderOptions
 from ctxbudget._tokens import TokenCounter
