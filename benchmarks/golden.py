@@ -169,12 +169,8 @@ def _fingerprint(
         "total": result.report.total,
         "report": _digest(result.report.model_dump_json()),
         "messages": _digest(json.dumps(result.messages(style="anthropic"), sort_keys=True)),
-        # The fence's parts were added to Selection later; they repeat what `text` shows.
-        "selection": _digest(
-            selection.model_dump_json(
-                exclude={"sources", "fence", "fence_open", "fence_close", "separator"}
-            )
-        ),
+        # The fence and its frame were added to Selection later; they repeat what `text` shows.
+        "selection": _digest(selection.model_dump_json(exclude={"sources", "fence", "frame"})),
         "selection_tokens": selection.tokens,
         "history": _digest(trimmed.model_dump_json()),
         "history_tokens": trimmed.tokens,

@@ -151,7 +151,7 @@ def cited_documents(
             metadata = dict(original.metadata)
             document_id = original.id
         metadata["citation"] = source.n
-        metadata["fence"] = selection.fence_open
+        metadata["fence"] = selection.frame.open
         out.append(Document(page_content=source.text, metadata=metadata, id=document_id))
     return out
 

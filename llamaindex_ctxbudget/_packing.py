@@ -2,10 +2,12 @@
 
 A prompt helper gets node texts, never nodes. Each text the postprocessor made is one
 source in its own fence (`Selection.framed_sources`), which the core reads back and
-verifies (`ctxbudget.read_fenced`): its number travels in the text, so nothing needs to
-remember it. Packing puts the sources of one call in one fence (`ctxbudget.fence_sources`,
-one notice) and fences every other text as untrusted data (`ctxbudget.fence_untrusted`:
-neutralised, never numbered). A packed context is a `Packed` string that carries what
+verifies (`ctxbudget.read_fenced_all`: the text came back through LlamaIndex, so it is
+checked at this boundary): its number travels in the text, so nothing needs to remember
+it. Packing puts the sources of one call in one fence (`ctxbudget.fence_sources`, one
+notice), sources sharing the frame the core read them in (`FencedSource.frame`), and
+fences every other text as untrusted data (`ctxbudget.fence_untrusted`: neutralised,
+never numbered). A packed context is a `Packed` string that carries what
 it holds, because LlamaIndex passes it back to be packed again (refine, compact).
 Framework-free.
 """
@@ -18,6 +20,7 @@ from typing import Final
 from ctxbudget import (
     ContextBudgetError,
     FencedSource,
+    Frame,
     fence_sources,
     fence_untrusted,
     read_fenced_all,
@@ -72,7 +75,7 @@ def _fences(units: Sequence[Unit]) -> Iterator[str]:
 
 def _same_fence(one: Unit, other: Unit) -> bool:
     if isinstance(one, FencedSource) and isinstance(other, FencedSource):
-        return one.fence_open == other.fence_open
+        return one.frame == other.frame
     return isinstance(one, str) and isinstance(other, str)
 
 
@@ -141,7 +144,7 @@ def pack(
     if tokens <= space:
         return [(whole, tokens)]
     costs = [count(u.text if isinstance(u, FencedSource) else u) for u in units]
-    frames: dict[str, int] = {}
+    frames: dict[Frame | None, int] = {}
     packed: list[tuple[Packed, int]] = []
     start = 0
     while start < len(units):
@@ -166,14 +169,12 @@ def pack(
     return packed
 
 
-def _frame(unit: Unit, frames: dict[str, int], count: Callable[[str], int]) -> int:
-    """The tokens a fence around `unit` adds: measured once per kind of fence."""
-    if isinstance(unit, FencedSource):
-        key = unit.fence_open
-        if key not in frames:
-            frames[key] = count(fence_sources([unit])) - count(unit.text)
-    else:
-        key = ""
-        if key not in frames:
-            frames[key] = count(fence_untrusted([""]))
-    return frames[key]
+def _frame(unit: Unit, frames: dict[Frame | None, int], count: Callable[[str], int]) -> int:
+    """The tokens a fence around `unit` adds: measured once per fence (None: the data fence)."""
+    if not isinstance(unit, FencedSource):
+        if None not in frames:
+            frames[None] = count(fence_untrusted([""]))
+        return frames[None]
+    if unit.frame not in frames:
+        frames[unit.frame] = count(unit.frame.wrap([unit.text])) - count(unit.text)
+    return frames[unit.frame]

@@ -48,6 +48,7 @@ from ctxbudget._ingest_batch import (
     ingest_columns,
 )
 from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
+from ctxbudget._layout import Frame
 from ctxbudget._models import ModelInfo, resolve_model
 from ctxbudget._neutralise import neutralise, neutralise_section
 from ctxbudget._otel import span_attributes, traced
@@ -95,8 +96,9 @@ from ctxbudget._sources.fenced import (
     read_fenced_all,
 )
 from ctxbudget._sources.permit import AccessPolicy, permitted
-from ctxbudget._sources.pipeline import FenceMode, Selection, SourceOptions, select_sources
+from ctxbudget._sources.pipeline import SourceOptions
 from ctxbudget._sources.render import HeaderCache
+from ctxbudget._standalone import FenceMode, Selection, TrimmedHistory, select_sources, trim_turns
 from ctxbudget._textcache import ShingleCache, TextCache
 from ctxbudget._tokens import (
     CallableTokenizer,
@@ -110,7 +112,7 @@ from ctxbudget._tokens import (
     get_tokenizer,
     tokenizer_from_file,
 )
-from ctxbudget._turns import ToolCall, TrimmedHistory, message_text, trim_turns
+from ctxbudget._turns import ToolCall, message_text
 
 __version__ = _metadata.version("ctxbudget")
 
@@ -162,6 +164,7 @@ __all__ = [
     "EstimateTokenizer",
     "FenceMode",
     "FencedSource",
+    "Frame",
     "GeminiContent",
     "GeminiCount",
     "GeminiFunction",

@@ -11,29 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ctxbudget._budget import Allocation
 from ctxbudget._claimants import Claimant
+from ctxbudget._claims import Claim
 from ctxbudget._errors import ContextBudgetError
 from ctxbudget._pack import Fit
 
-__all__ = ["Allocated", "Claim", "allocate"]
-
-
-class Claim(Protocol):
-    """A claimant as allocation sees it: its allocation and how it packs into a grant."""
-
-    @property
-    def allocation(self) -> Allocation: ...
-
-    def fit(self, grant: int) -> Fit[Any]:
-        """Pack as much content as fits in `grant` tokens, whole items only."""
-        ...
-
-    def content_cost(self) -> int:
-        """Cost of all of the content; only called to word an error."""
-        ...
+__all__ = ["Allocated", "allocate"]
 
 
 @dataclass(frozen=True)
@@ -73,12 +59,14 @@ def allocate(claims: Sequence[Claim], available: int) -> Allocated:
             probe = claim.fit(a.min)
             floor = a.min if probe.overflow else probe.cost
             if floor > left:
-                raise ContextBudgetError(
-                    a.name,
-                    floor,
-                    left,
-                    f"its floor (min={a.min}) cannot be met after {_holding(floors)}; lower its "
-                    "min, raise the budget total, or shorten the higher-priority parts",
+                raise claim.floor_error(
+                    ContextBudgetError(
+                        a.name,
+                        floor,
+                        left,
+                        f"its floor (min={a.min}) cannot be met after {_holding(floors)}; lower "
+                        "its min, raise the budget total, or shorten the higher-priority parts",
+                    )
                 )
         floors[a.name] = floor
         left -= floor

@@ -9,38 +9,40 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
-from ctxbudget._allocate import Allocated, allocate
+from ctxbudget._allocate import Allocated
 from ctxbudget._arguments import check_int, check_optional, check_type, wrong_type
 from ctxbudget._budget import Budget
 from ctxbudget._claimants import Claimant
-from ctxbudget._claims import ListClaim, text_claim
+from ctxbudget._claims import Claim, text_claim
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
-from ctxbudget._errors import ContextBudgetError, InputError
-from ctxbudget._exact import Rendered, render_exactly
+from ctxbudget._errors import InputError
+from ctxbudget._exact import Rendered, settle
 from ctxbudget._fence import fence_rule
-from ctxbudget._history import Entry, HistoryClaim
+from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn, sequence_of
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
 from ctxbudget._neutralise import neutralise_section
 from ctxbudget._otel import traced_entry
 from ctxbudget._prefix import prefix_hash, volatile_parts
 from ctxbudget._provider import FinalCount, ProviderCount, count_with_provider
-from ctxbudget._report import Dropped, DropRun, Report, SummarySpan
-from ctxbudget._result import Assembled, Source
-from ctxbudget._sources.claim import RetrievedClaim
+from ctxbudget._report import Dropped, DropRun, Report
+from ctxbudget._result import Assembled
 from ctxbudget._sources.permit import check_principal
 from ctxbudget._sources.pipeline import (
-    FenceMode,
-    Selection,
     SourceOptions,
     check_chunks,
-    require_sent,
     retrieved_claim,
-    select_with,
     source_options,
-    sources_of,
 )
 from ctxbudget._sources.render import HeaderCache, header_cache
+from ctxbudget._standalone import (
+    FenceMode,
+    Selection,
+    TrimmedHistory,
+    history_options,
+    select_with,
+    trim_with,
+)
 from ctxbudget._text import check_text
 from ctxbudget._textcache import ShingleCache, TextCache, shingle_cache
 from ctxbudget._tokens import (
@@ -51,7 +53,6 @@ from ctxbudget._tokens import (
     tokenizer_of,
 )
 from ctxbudget._tools import tool_schema, tools_claim
-from ctxbudget._turns import TrimmedHistory, history_options, trim_with
 
 __all__ = ["ContextAssembler"]
 
@@ -229,7 +230,7 @@ class ContextAssembler:
                     f"Allocation({name!r}, max=..., priority=...) to the budget or leave it out"
                 )
 
-        claims: dict[Claimant, ListClaim[Any]] = {}
+        claims: dict[Claimant, Claim] = {}
         ruled_out: list[Dropped | DropRun] = []
         counter = self.counter
         texts = {"system": system, "question": question, "examples": examples, "memory": memory}
@@ -262,22 +263,28 @@ class ContextAssembler:
                 claims[name] = text_claim(
                     allocation, texts[name], counter=counter, frame=FRAMES[name]
                 )
-        allocated = _allocate(claims, self.budget.available)
-        _require_whole_strings(claims, allocated)
-        rendered = render_exactly(claims, allocated, self.budget.available, counter)
+        return self._run(claims, ruled_out)
+
+    def _run(
+        self, claims: Mapping[Claimant, Claim], ruled_out: list[Dropped | DropRun]
+    ) -> Assembled:
+        """The prompt `claims` make under the budget: allocated, counted exactly (and by the
+        provider when one is set), checked by each claimant, and reported; `ruled_out` are
+        the items left out before any claimant saw them."""
+        available = self.budget.available
+        allocated, rendered = settle(claims, available, self.counter)
         final = None
         if self.provider_count is not None:
             rendered, final = count_with_provider(
                 self.provider_count,
                 rendered,
                 allocated,
-                self.budget.available,
-                counter,
+                available,
+                self.counter,
                 lambda r: self._result(r, allocated, ruled_out, log=False),
             )
-        retrieved = claims.get("retrieved")
-        if isinstance(retrieved, RetrievedClaim):
-            require_sent(retrieved, rendered.fits["retrieved"], allocated.granted["retrieved"])
+        for name, claim in claims.items():
+            claim.require_sent(rendered.fits[name], allocated.granted[name])
         return self._result(rendered, allocated, ruled_out, final)
 
     @traced_entry("ctxbudget.select_sources", model=attrgetter("model"))
@@ -390,31 +397,18 @@ class ContextAssembler:
         left_out: Counter[Claimant] = Counter()
         for name in SECTION_ORDER:
             if name in claims:
-                fit, claim = fits[name], claims[name]
-                # Retrieval's unread candidates stay ids until the report is read.
-                dropped += (
-                    claim.drop_runs(fit) if isinstance(claim, RetrievedClaim) else claim.drops(fit)
-                )
+                fit = fits[name]
+                dropped += claims[name].drop_runs(fit)
                 left_out[name] = len(fit.unreached) + sum(
                     reason in ("over_budget", "oversize") for _, reason, _ in fit.dropped
                 )
-
-        history_claim = claims.get("history")
-        entries: tuple[Entry, ...] = ()
-        cleared: tuple[Dropped, ...] = ()
-        summaries: tuple[SummarySpan, ...] = ()
-        if isinstance(history_claim, HistoryClaim):
-            entries = history_claim.entries(fits["history"])
-            cleared = tuple(history_claim.cleared(fits["history"]))
-            summaries = tuple(history_claim.summary_spans(fits["history"]))
+        # After every drop record: a history summary is asked for in the same order as ever.
+        outcomes = [claims[n].outcome(fits[n]) for n in SECTION_ORDER if n in claims]
+        entries = tuple(entry for o in outcomes for entry in o.entries)
+        sources = tuple(source for o in outcomes for source in o.sources)
+        escalated = next((o.escalated for o in outcomes if o.escalated is not None), None)
+        tools_kept = tuple(tool for o in outcomes for tool in o.tools)
         tail = SECTION_SEPARATOR.join(sections[n] for n in TAIL if sections.get(n))
-        retrieved = claims.get("retrieved")
-        sources: tuple[Source, ...] = ()
-        escalated = None
-        if isinstance(retrieved, RetrievedClaim):
-            sources = sources_of(retrieved, fits["retrieved"])
-            escalated = retrieved.escalated(fits["retrieved"])
-        tools_kept = tuple(claims["tools"].kept(fits["tools"])) if "tools" in claims else ()
 
         squeezed = allocated.squeezed.get("retrieved", False)
         method = count_method_of(self.counter.tokenizer) if final is None else final.method
@@ -441,8 +435,8 @@ class ContextAssembler:
             prefix_sections=_section_hashes(sections, tools_kept if self.native_tools else ()),
             prefix_warnings=warnings,
             final_check_drops=rendered.drops,
-            cleared=cleared,
-            summaries=summaries,
+            cleared=tuple(record for o in outcomes for record in o.cleared),
+            summaries=tuple(span for o in outcomes for span in o.summaries),
             count_exact=method.exact,
             count_method=None if method.exact and final is None else method.label,
             count_margin=method.margin,
@@ -473,27 +467,6 @@ def _section_hashes(
     return hashes
 
 
-def _allocate(claims: dict[Claimant, ListClaim[Any]], available: int) -> Allocated:
-    """`allocate`, with the error naming the history's latest unit when its floor is what
-    could not be met (the allocator knows only that history's min was)."""
-    try:
-        return allocate(list(claims.values()), available)
-    except ContextBudgetError as error:
-        history = claims.get("history")
-        if (
-            isinstance(history, HistoryClaim)
-            and history.latest_binds
-            and error.claimant == "history"
-        ):
-            raise history.latest_error(
-                error.needed,
-                error.left,
-                f"the higher-priority claimants' floors leave {error.left:,}; raise the budget "
-                "total, lower their floors, or shorten the latest message",
-            ) from None
-        raise
-
-
 def _text(name: str, value: object) -> str | None:
     """An optional text input, validated; "" counts as absent."""
     if value is None:
@@ -518,25 +491,6 @@ def _required_text(name: str, value: object) -> str:
         hint = "" if value is not None else " (None only with history=..., to continue it)"
         raise InputError(f"{name} must be a non-empty str, but got {value!r}{hint}")
     return text
-
-
-def _require_whole_strings(claims: dict[Claimant, ListClaim[Any]], allocated: Allocated) -> None:
-    """A required string claimant (examples with a min, say) that did not fit whole is an error.
-
-    Strings are never cut, so for them a floor can only mean "required": dropping the
-    examples quietly because they outgrew their max would degrade every answer unseen.
-    """
-    for name, claim in claims.items():
-        a = claim.allocation
-        required = a.required and claim.packer.kind == "text" and bool(claim.items)
-        if required and not allocated.fits[name].parts:
-            raise ContextBudgetError(
-                name,
-                claim.content_cost(),
-                allocated.granted[name],
-                f"it is kept whole or not at all, and its min ({a.min}) makes it required; "
-                "raise its max (and the total) or shorten it",
-            )
 
 
 def _capped(

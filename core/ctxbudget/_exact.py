@@ -7,7 +7,8 @@ least preferred item of the lowest-priority claimant goes, but only while that
 claimant stays at or above the floor allocation reserved for it (README "How space
 is shared"). When nothing can go, the request fails. With a provider count set
 (`_provider.py`), `recount` applies the same rule to the provider's figure for the whole
-request.
+request. `settle` is the path every entry point takes: allocation (`_allocate.py`), each
+claimant's own check of what it got, then the exact count.
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ctxbudget._allocate import Allocated
+from ctxbudget._allocate import Allocated, allocate
 from ctxbudget._claimants import Claimant
-from ctxbudget._claims import ListClaim
+from ctxbudget._claims import Claim
 from ctxbudget._errors import ContextBudgetError
 from ctxbudget._joins import Counted, Piece
 from ctxbudget._layout import SECTION_ORDER, SECTION_SEPARATOR
 from ctxbudget._pack import Fit
 from ctxbudget._tokens import TokenCounter
 
-__all__ = ["MAX_PROVIDER_COUNTS", "Rendered", "recount", "render_exactly"]
+__all__ = ["MAX_PROVIDER_COUNTS", "Rendered", "recount", "render_exactly", "settle"]
 
 MAX_PROVIDER_COUNTS: Final = 4
 """The most provider count calls one assembly makes (README "Counting other models")."""
@@ -36,7 +37,7 @@ MAX_PROVIDER_COUNTS: Final = 4
 class Rendered:
     """One request's outcome before it becomes a result: what each claimant kept and shows."""
 
-    claims: Mapping[Claimant, ListClaim[Any]]
+    claims: Mapping[Claimant, Claim]
     fits: Mapping[Claimant, Fit[Any]]
     sections: Mapping[Claimant, str]
     """Section text per claimant, in prompt order; "" when it kept nothing."""
@@ -49,8 +50,20 @@ class Rendered:
     """Items the exact count removed after allocation."""
 
 
+def settle(
+    claims: Mapping[Claimant, Claim], available: int, counter: TokenCounter
+) -> tuple[Allocated, Rendered]:
+    """Allocate `available` tokens among `claims`, check each claimant's own rule on what it
+    was allocated, and render the prompt within `available` by the exact count: the one
+    path of every entry point."""
+    allocated = allocate(list(claims.values()), available)
+    for name, claim in claims.items():
+        claim.require_allocated(allocated.fits[name], allocated.granted[name])
+    return allocated, render_exactly(claims, allocated, available, counter)
+
+
 def render_exactly(
-    claims: Mapping[Claimant, ListClaim[Any]],
+    claims: Mapping[Claimant, Claim],
     allocated: Allocated,
     limit: int,
     counter: TokenCounter,
@@ -116,7 +129,7 @@ def recount(
 
 
 def _render(
-    claims: Mapping[Claimant, ListClaim[Any]],
+    claims: Mapping[Claimant, Claim],
     fits: Mapping[Claimant, Fit[Any]],
     counter: TokenCounter,
     drops: int,
@@ -141,7 +154,7 @@ def _render(
 
 
 def _drop_one(
-    claims: Mapping[Claimant, ListClaim[Any]],
+    claims: Mapping[Claimant, Claim],
     allocated: Allocated,
     fits: Mapping[Claimant, Fit[Any]],
     total: int,
@@ -155,7 +168,7 @@ def _drop_one(
         key=lambda c: c.allocation.priority,
         reverse=True,
     )
-    blocked: ListClaim[Any] | None = None
+    blocked: Claim | None = None
     for claim in shrink_order:
         name = claim.allocation.name
         smaller = claim.shrink(fits[name])
@@ -169,9 +182,9 @@ def _drop_one(
 
 
 def _over_after_join(
-    claims: Mapping[Claimant, ListClaim[Any]],
+    claims: Mapping[Claimant, Claim],
     fits: Mapping[Claimant, Fit[Any]],
-    blocked: ListClaim[Any] | None,
+    blocked: Claim | None,
     total: int,
     limit: int,
     what: str,

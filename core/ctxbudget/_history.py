@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from ctxbudget._budget import Allocation
-from ctxbudget._claims import ListClaim
+from ctxbudget._claims import ListClaim, Outcome
 from ctxbudget._conversation import HistoryOptions, SpanKeys, Summarize, SummaryCache
 from ctxbudget._errors import ContextBudgetError, InputError
 from ctxbudget._inputs import Role, Turn
@@ -355,6 +355,18 @@ class HistoryClaim(ListClaim[Unit]):
     def latest_binds(self) -> bool:
         """Whether the history's floor is the latest unit's, not the budget's min."""
         return self.allocation.min > self.given.min
+
+    def floor_error(self, error: ContextBudgetError) -> ContextBudgetError:
+        """`error`, or when the floor that could not be met is the latest unit's, the error
+        naming that unit (allocation knows only that history's min was not met)."""
+        if not self.latest_binds:
+            return error
+        return self.latest_error(
+            error.needed,
+            error.left,
+            f"the higher-priority claimants' floors leave {error.left:,}; raise the budget "
+            "total, lower their floors, or shorten the latest message",
+        )
 
     def latest_error(self, needed: int, left: int, fix: str) -> ContextBudgetError:
         """The error when the latest unit does not fit, naming its turns and their sizes."""
@@ -702,6 +714,13 @@ class HistoryClaim(ListClaim[Unit]):
             )
             for start, stop in self.gaps(fit)
         ]
+
+    def outcome(self, fit: Fit[Unit]) -> Outcome:
+        return Outcome(
+            entries=self.entries(fit),
+            cleared=tuple(self.cleared(fit)),
+            summaries=tuple(self.summary_spans(fit)),
+        )
 
     def cleared(self, fit: Fit[Unit]) -> list[Dropped]:
         """A "cleared" record per kept turn shown as a placeholder, oldest first, with the

@@ -21,8 +21,7 @@ from ctxbudget._errors import ContextBudgetError
 from ctxbudget._report import Report, drop_counts
 
 if TYPE_CHECKING:
-    from ctxbudget._sources.pipeline import Selection
-    from ctxbudget._turns import TrimmedHistory
+    from ctxbudget._standalone import Selection, TrimmedHistory
 
 __all__ = ["AttributeValue", "add_event", "span_attributes", "traced", "traced_entry"]
 
@@ -64,7 +63,7 @@ def span_attributes(
     the principal's to see, and a span outlives the request in a shared backend.
     `model` is the model the prompt is for, when known (``gen_ai.request.model``).
     """
-    from ctxbudget._sources.pipeline import Selection
+    from ctxbudget._standalone import Selection
 
     attributes: dict[str, AttributeValue] = {} if model is None else {_MODEL: model}
     if isinstance(outcome, Report):
@@ -139,8 +138,7 @@ def _dropped(outcome: Report | Selection | TrimmedHistory) -> dict[str, Attribut
 def _outcome(result: object) -> Report | Selection | TrimmedHistory | None:
     """The core result a traced call returned, if it is one."""
     from ctxbudget._result import Assembled
-    from ctxbudget._sources.pipeline import Selection
-    from ctxbudget._turns import TrimmedHistory
+    from ctxbudget._standalone import Selection, TrimmedHistory
 
     if isinstance(result, Assembled):
         return result.report

@@ -12,14 +12,22 @@ import json
 from collections.abc import Callable, Sequence
 
 from ctxbudget._budget import Allocation
-from ctxbudget._claims import ListClaim
+from ctxbudget._claims import ListClaim, Outcome
 from ctxbudget._errors import InputError
 from ctxbudget._inputs import Tool
 from ctxbudget._layout import FRAMES
 from ctxbudget._neutralise import neutralise_section
+from ctxbudget._pack import Fit
 from ctxbudget._tokens import TokenCounter
 
-__all__ = ["render_tool", "tool_schema", "tools_claim"]
+__all__ = ["ToolsClaim", "render_tool", "tool_schema", "tools_claim"]
+
+
+class ToolsClaim(ListClaim[Tool]):
+    """Tools packed whole by relevance; the result lists those kept, in the order shown."""
+
+    def outcome(self, fit: Fit[Tool]) -> Outcome:
+        return Outcome(tools=tuple(self.kept(fit)))
 
 
 def render_tool(tool: Tool, *, neutralised: Callable[[str], str] = neutralise_section) -> str:
@@ -43,7 +51,7 @@ def tool_schema(tool: Tool) -> str:
 
 def tools_claim(
     allocation: Allocation, tools: Sequence[Tool], *, counter: TokenCounter, native: bool = False
-) -> ListClaim[Tool]:
+) -> ToolsClaim:
     """Tools kept by relevance (score, else the order given), shown in the order given.
 
     Showing them in input order keeps the cacheable prefix byte-identical whenever
@@ -75,7 +83,7 @@ def tools_claim(
             )
         return found
 
-    return ListClaim(
+    return ToolsClaim(
         allocation,
         by_relevance,
         counter=counter,

@@ -7,7 +7,6 @@ so every grant and cost below can be checked by hand.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,36 +17,14 @@ from ctxbudget import CLAIMANTS, Allocation, Claimant, ContextBudgetError, Dropp
 from ctxbudget._allocate import Allocated, allocate
 from ctxbudget._pack import Fit, Packer
 from ctxbudget._report import DropReason
-
-
-@dataclass
-class Items:
-    """A fake claimant: whole items of known sizes, most preferred first."""
-
-    allocation: Allocation
-    sizes: dict[str, int]
-
-    def fit(self, grant: int) -> Fit[str]:
-        packer: Packer[str] = Packer(
-            claimant=self.allocation.name,
-            kind="text",
-            key=str,
-            cost=self.sizes.__getitem__,
-            bound=self.sizes.__getitem__,
-            framing=0,
-            separator=0,
-        )
-        return packer.pack(list(self.sizes), grant)
-
-    def content_cost(self) -> int:
-        return sum(self.sizes.values())
+from tests.support.factories import SizedClaim
 
 
 def claim(
     name: Claimant, *sizes: int, min: int = 0, max: int | None = None, priority: int = 1
-) -> Items:
+) -> SizedClaim:
     """Claimant `name` with items `name0`, `name1`, ... of the given sizes."""
-    return Items(
+    return SizedClaim(
         Allocation(name, min=min, max=max, priority=priority),
         {f"{name}{i}": size for i, size in enumerate(sizes)},
     )
@@ -271,7 +248,7 @@ def test_allocate_max_zero_grants_nothing() -> None:
 # --- squeezed and holders -----------------------------------------------------------------
 
 
-def squeeze_setup() -> list[Items]:
+def squeeze_setup() -> list[SizedClaim]:
     return [
         claim("system", 30, priority=0),
         claim("retrieved", *[20] * 4, max=100, priority=1),
@@ -322,7 +299,7 @@ def test_allocate_not_squeezed_when_content_small() -> None:
 
 
 @st.composite
-def claim_sets(draw: st.DrawFn) -> tuple[list[Items], int]:
+def claim_sets(draw: st.DrawFn) -> tuple[list[SizedClaim], int]:
     names = draw(st.lists(st.sampled_from(CLAIMANTS), min_size=1, max_size=7, unique=True))
     claims = []
     for name in names:
@@ -333,7 +310,7 @@ def claim_sets(draw: st.DrawFn) -> tuple[list[Items], int]:
     return claims, draw(st.integers(0, 300))
 
 
-def allocate_or_error(claims: list[Items], available: int) -> Allocated | ContextBudgetError:
+def allocate_or_error(claims: list[SizedClaim], available: int) -> Allocated | ContextBudgetError:
     try:
         return allocate(claims, available)
     except ContextBudgetError as error:
@@ -341,7 +318,7 @@ def allocate_or_error(claims: list[Items], available: int) -> Allocated | Contex
 
 
 @given(claim_sets())
-def test_allocate_fits_budget_or_raises(case: tuple[list[Items], int]) -> None:
+def test_allocate_fits_budget_or_raises(case: tuple[list[SizedClaim], int]) -> None:
     claims, available = case
     allocated = allocate_or_error(claims, available)
     if isinstance(allocated, ContextBudgetError):

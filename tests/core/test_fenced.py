@@ -114,7 +114,7 @@ def test_every_framed_source_reads_back_with_its_number_and_text(
 
     read = [read_fenced(text) for text in selection.framed_sources()]
 
-    assert read == [FencedSource(s.n, selection.fence_open, s.text) for s in selection.sources]
+    assert read == [FencedSource(s.n, selection.frame.open, s.text) for s in selection.sources]
 
 
 @given(retrieved())
@@ -152,8 +152,18 @@ def test_read_fenced_gives_the_fence_it_was_in(fmt: Any) -> None:
     read = read_fenced(selection.framed_sources()[0])
 
     assert read is not None
-    assert read.fence_open == selection.fence_open
+    assert read.fence_open == selection.frame.open
     assert "separated by the symbol" in read.fence_open
+
+
+@pytest.mark.parametrize("fence", ["block", "per_source"])
+def test_read_fenced_frame_is_the_selections_frame(fence: Any) -> None:
+    chunks = [Chunk(id="a", content="Refunds take 14 days."), Chunk(id="b", content="No refunds.")]
+    selection = selected(chunks, SourceOptions(), fence)
+
+    read = [read_fenced(text) for text in selection.framed_sources()]
+
+    assert [r.frame if r is not None else None for r in read] == [selection.frame] * 2
 
 
 # Each header field is neutralised on its own: a look-alike split where two fields join, or
@@ -358,7 +368,7 @@ def test_fence_sources_in_another_order_keeps_each_number() -> None:
     first, second = read_back(selection)
 
     assert fence_sources([second, first]) == (
-        selection.fence_open + second.text + "\n\n" + first.text + CLOSE
+        selection.frame.open + second.text + "\n\n" + first.text + CLOSE
     )
 
 

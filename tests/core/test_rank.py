@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget import Chunk
-from ctxbudget._sources.claim import RankedIds, _Positions, rank, ranking
+from ctxbudget._sources.rank import Positions, RankedIds, rank, ranking
 
 score = st.none() | st.sampled_from([0.0, -0.0, 0.5, 1.0, -1.0, 0.25])
 
@@ -91,7 +91,7 @@ def test_ranked_ids_name_the_ranked_chunks_by_position() -> None:
 
 def test_positions_index_only_as_far_as_looked_up() -> None:
     ranked = [Chunk(id=f"c{i}", content="text") for i in range(1_000)]
-    positions = _Positions(ranked)
+    positions = Positions(ranked)
     assert positions["c2"] == 2
     assert positions["c0"] == 0
     assert len(positions._index) == 3
@@ -100,6 +100,6 @@ def test_positions_index_only_as_far_as_looked_up() -> None:
 
 
 def test_positions_of_an_unknown_id_raise_key_error() -> None:
-    positions = _Positions([Chunk(id="a", content="text")])
+    positions = Positions([Chunk(id="a", content="text")])
     with pytest.raises(KeyError, match="nope"):
         positions["nope"]

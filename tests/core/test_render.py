@@ -611,7 +611,7 @@ def test_header_cannot_open_a_tag_with_the_content_below(title: str, content: st
     selection = ContextAssembler(tokenizer="o200k_base").select_sources(
         [chunk(title=title, content=content)], min_tokens=0
     )
-    inside = selection.text[len(selection.fence_open) : -len(selection.fence_close)]
+    inside = selection.text[len(selection.frame.open) : -len(selection.frame.close)]
 
     assert not re.search(r"<[\s/\\]*(retrieved|sys)|\[[\s/\\]*inst", inside, re.IGNORECASE)
 

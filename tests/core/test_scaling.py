@@ -15,6 +15,7 @@ import pytest
 
 import ctxbudget._sources.claim
 import ctxbudget._sources.dedup
+import ctxbudget._sources.sizes
 from ctxbudget import Allocation, Budget, Chunk, ContextAssembler, Dropped, Turn
 
 BUDGET = Budget(
@@ -55,7 +56,7 @@ def counting(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> Counter
 
 def work(monkeypatch: pytest.MonkeyPatch, n: int, *, counts: bool) -> tuple[int, ...]:
     neutralised = counting(monkeypatch, ctxbudget._sources.claim, "neutralise")
-    scanned = counting(monkeypatch, ctxbudget._sources.claim, "removable_bytes")
+    scanned = counting(monkeypatch, ctxbudget._sources.sizes, "removable_bytes")
     shingled = counting(monkeypatch, ctxbudget._sources.dedup, "shingles")
     assembler = ContextAssembler(tokenizer="o200k_base", budget=BUDGET)
     result = assembler.assemble(

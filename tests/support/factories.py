@@ -17,12 +17,17 @@ import random
 import re
 import unicodedata
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pytest
 
-from ctxbudget import Allocation, Budget, Chunk
+from ctxbudget import Allocation, Budget, Chunk, ContextBudgetError, Dropped
+from ctxbudget._claims import Outcome
+from ctxbudget._joins import Piece
 from ctxbudget._layout import FRAME_TAGS
+from ctxbudget._pack import Fit, Packer
+from ctxbudget._report import DropRun
 
 # --- budgets --------------------------------------------------------------------------------
 
@@ -223,6 +228,61 @@ def assert_inert(text: str) -> None:
     assert SPECIAL_TOKEN.search(view) is None, text
     assert line_start_headers(text) == [], text
     assert line_start_roles(text) == [], text
+
+
+# --- claimants -----------------------------------------------------------------------------
+
+
+@dataclass
+class SizedClaim:
+    """A claimant written against the `Claim` protocol alone: whole items of known sizes,
+    most preferred first, no framing or separators, each shown as its name.
+
+    Every grant and cost it makes can be checked by hand; its checks do nothing.
+    """
+
+    allocation: Allocation
+    sizes: dict[str, int]
+    outside_text: bool = False
+    packer: Packer[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.packer = Packer(
+            claimant=self.allocation.name,
+            kind="text",
+            key=str,
+            cost=self.sizes.__getitem__,
+            bound=self.sizes.__getitem__,
+            framing=0,
+            separator=0,
+        )
+
+    def fit(self, grant: int) -> Fit[str]:
+        return self.packer.pack(list(self.sizes), grant)
+
+    def shrink(self, fit: Fit[Any]) -> Fit[Any] | None:
+        return self.packer.shrink(fit)
+
+    def content_cost(self) -> int:
+        return sum(self.sizes.values())
+
+    def floor_error(self, error: ContextBudgetError) -> ContextBudgetError:
+        return error
+
+    def require_allocated(self, fit: Fit[Any], granted: int) -> None:
+        return None
+
+    def require_sent(self, fit: Fit[Any], granted: int) -> None:
+        return None
+
+    def pieces(self, fit: Fit[Any]) -> list[Piece]:
+        return [" ".join(part.key for part in fit.parts)] if fit.parts else []
+
+    def drop_runs(self, fit: Fit[Any]) -> list[Dropped | DropRun]:
+        return self.packer.drop_runs(fit)
+
+    def outcome(self, fit: Fit[Any]) -> Outcome:
+        return Outcome()
 
 
 # --- hidden text ----------------------------------------------------------------------------

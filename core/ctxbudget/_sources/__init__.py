@@ -2,7 +2,8 @@
 
     permit → relevance → dedup → select → escalate → arrange → render → fence
 
-`pipeline` composes them for both entry points (`select_sources` and the assembler's
-`retrieved` claimant, `claim.RetrievedClaim`); the fence itself is `ctxbudget._fence`, and
-the neutralising of look-alikes, shared with every other section, `ctxbudget._neutralise`.
+`pipeline` composes them into the retrieved claimant (`claim.RetrievedClaim`) that both
+entry points run, `select_sources` (`ctxbudget._standalone`) and the assembler; the fence
+itself is `ctxbudget._fence`, and the neutralising of look-alikes, shared with every other
+section, `ctxbudget._neutralise`.
 """

@@ -11,22 +11,23 @@ document whole in place of its chunks.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from operator import attrgetter
-from typing import Final, cast, overload
-from weakref import WeakKeyDictionary
+from typing import Final
 
 from ctxbudget._budget import Allocation
-from ctxbudget._claims import ListClaim
+from ctxbudget._claims import ListClaim, Outcome
+from ctxbudget._errors import ContextBudgetError
 from ctxbudget._fence import SourceFormat, datamark, fence_frame, fence_notice
 from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._joins import Counted, Piece
 from ctxbudget._layout import SECTION_SEPARATOR, Frame
 from ctxbudget._neutralise import neutralise
-from ctxbudget._normalised import removable_bytes
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason, DropRun, records
+from ctxbudget._result import Source
 from ctxbudget._sources.arrange import Order, arrange
 from ctxbudget._sources.conflicts import ConflictPolicy, conflict_instruction, dates_differ
 from ctxbudget._sources.dedup import Dedup, Deduplicator
@@ -42,14 +43,20 @@ from ctxbudget._sources.escalate import (
     shrink_escalated,
 )
 from ctxbudget._sources.permit import AccessPolicy
+from ctxbudget._sources.rank import Positions
 from ctxbudget._sources.render import HeaderCache, RenderOptions, header_cache, render_source
+from ctxbudget._sources.sizes import estimates
 from ctxbudget._textcache import shingle_cache
-from ctxbudget._tokens import BoundedTokenizer, TokenCounter
+from ctxbudget._tokens import TokenCounter
 
-__all__ = ["RankedIds", "RetrievedClaim", "SourceSettings", "rank", "ranking"]
+__all__ = ["RetrievedClaim", "SourceSettings"]
+
+logger = logging.getLogger("ctxbudget")
 
 _SEPARATE: Final = Frame("", "", SECTION_SEPARATOR)
 """The section frame when each source carries its fence: only blank lines between them."""
+
+_ID = attrgetter("id")
 
 _MARK = "\x00"
 """Stands in for the content to find what a rendered source puts around it."""
@@ -81,137 +88,8 @@ def _shown_text(fmt: SourceFormat, datamarked: bool) -> Callable[[str], str]:
     return show
 
 
-def rank(chunks: Sequence[Chunk]) -> list[Chunk]:
-    """Best first: rerank score, then retriever score, then the order given.
-
-    A chunk without a rerank score ranks after every chunk with one; within either
-    group, one without a retriever score ranks after every chunk with one.
-    """
-    return list(map(chunks.__getitem__, ranking(chunks)))
-
-
-def ranking(chunks: Sequence[Chunk]) -> list[int]:
-    """The positions of `chunks` in `rank` order.
-
-    Positions rather than chunks, so that what is known of each chunk by position (its
-    id, read once in the order given) can be put in rank order without reading it again.
-    """
-    # Stable sorts on one float each, in C: the order of the key (rerank is None, -rerank,
-    # score is None, -score, position), without building a tuple per candidate. Every
-    # field is read once, in the order given: reading chunks in rank order misses the cache.
-    reranks = list(map(_RERANK, chunks))
-    scores = list(map(_SCORE, chunks))
-    positions = range(len(chunks))
-    if reranks.count(None) == len(reranks):
-        return _best_first(scores, positions)
-    reranked = [p for p in positions if reranks[p] is not None]
-    plain = [p for p in positions if reranks[p] is None]
-    return sorted(
-        _best_first(scores, reranked), key=reranks.__getitem__, reverse=True
-    ) + _best_first(scores, plain)
-
-
-_ID = attrgetter("id")
-_RERANK = attrgetter("rerank_score")
-_SCORE = attrgetter("score")
-
-
-def _best_first(keys: list[float | None], positions: Sequence[int]) -> list[int]:
-    """`positions` by `keys[position]`, highest first; ties and None keys in the order given."""
-    # Typed as floats: a None key raises in the first sort and is left out of the second.
-    key = cast("Callable[[int], float]", keys.__getitem__)
-    if len(positions) > 1:
-        # A sort of two or more items that returns has compared each item with its
-        # neighbour in the result (else their order would be a guess), and comparing None
-        # raises TypeError: so it saw no None key, and its order is the one below. Cheaper
-        # than looking for None first.
-        try:
-            return sorted(positions, key=key, reverse=True)
-        except TypeError:
-            pass
-    known = [p for p in positions if keys[p] is not None]
-    return sorted(known, key=key, reverse=True) + [p for p in positions if keys[p] is None]
-
-
-class RankedIds(Sequence[str]):
-    """The ids of ranked chunks, from their ids in the order given and `ranking`'s positions.
-
-    Candidates never read are reported by id; named from here, not one chunk at a time in
-    rank order, their ids cost nothing until the report's records are built.
-    """
-
-    def __init__(self, ids: Sequence[str], positions: Sequence[int]) -> None:
-        self._ids = ids
-        self._positions = positions
-
-    def __len__(self) -> int:
-        return len(self._positions)
-
-    def __iter__(self) -> Iterator[str]:
-        return map(self._ids.__getitem__, self._positions)
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> RankedIds: ...
-
-    def __getitem__(self, index: int | slice) -> str | RankedIds:
-        if isinstance(index, slice):
-            return RankedIds(self._ids, self._positions[index])
-        return self._ids[self._positions[index]]
-
-
-_PER_TOKEN: WeakKeyDictionary[TokenCounter, int] = WeakKeyDictionary()
-
-
-def _bytes_per_token(counter: TokenCounter) -> int:
-    """The longest token of the counter's tokenizer in UTF-8 bytes; 0 when it does not say.
-
-    Remembered per counter (an assembler keeps one for all its requests): the runtime
-    protocol check costs about 20 µs, a sizeable share of a request's selection.
-    """
-    known = _PER_TOKEN.get(counter)
-    if known is None:
-        tokenizer = counter.tokenizer
-        known = tokenizer.max_token_bytes if isinstance(tokenizer, BoundedTokenizer) else 0
-        _PER_TOKEN[counter] = known
-    return known
-
-
 _Shown = tuple[Chunk, tuple[str, str, str], int | None]
 """A kept source: the chunk, its rendered parts (header, content, close), its ingest count."""
-
-
-class _Positions(Mapping[str, int]):
-    """Rank positions by chunk id, indexed only as far as lookups reach.
-
-    Lookups are of kept chunks, which come first in rank: most candidates of a long list
-    are never indexed.
-    """
-
-    def __init__(self, ranked: Sequence[Chunk]) -> None:
-        self._ranked = ranked
-        self._index: dict[str, int] = {}
-
-    def __getitem__(self, key: str) -> int:
-        found = self._index.get(key)
-        index = len(self._index)
-        while found is None and index < len(self._ranked):
-            chunk_id = self._ranked[index].id
-            self._index[chunk_id] = index
-            index += 1
-            if chunk_id == key:
-                found = index - 1
-        if found is None:
-            raise KeyError(key)
-        return found
-
-    def __iter__(self) -> Iterator[str]:
-        return (c.id for c in self._ranked)
-
-    def __len__(self) -> int:
-        return len(self._ranked)
 
 
 @dataclass(frozen=True)
@@ -247,87 +125,57 @@ class RetrievedClaim(ListClaim[Chunk]):
         ids: Sequence[str] | None = None,
     ) -> None:
         """`ids`: the ids of `ranked`, in order, when known without reading each chunk
-        (`RankedIds`); they name the candidates a walk never reached."""
+        (`rank.RankedIds`); they name the candidates a walk never reached."""
         if ids is not None and len(ids) != len(ranked):
             raise ValueError(f"ids name each ranked chunk: got {len(ids)} for {len(ranked)}")
         self.settings = settings
         self._ids = ids
-        self._rank = _Positions(ranked)
+        self._rank = Positions(ranked)
         self._shown: dict[tuple[str, bool], str] = {}
         self._dedup = Deduplicator(settings.dedup, shingle_cache(counter))
         self._headers = header_cache(counter)
         self._documents: dict[str, Chunk | None] = {}
         self._denied: dict[str, Dropped] = {}
         self._last: tuple[Fit[Chunk], tuple[bool, list[_Shown]]] | None = None
+        self._counter = counter
         # Costs are upper bounds: every header costed with the widest number and, when
         # a conflict policy is set, with its effective date; the exact count comes last.
-        widest = max(len(ranked), 1)
-        upper = replace(settings.render, effective_dates=settings.conflict_policy is not None)
-        per_token = _bytes_per_token(counter)
+        self._widest = max(len(ranked), 1)
+        self._upper = replace(settings.render, effective_dates=settings.conflict_policy is not None)
         # The fence costed with the conflict instruction whenever a policy may add it.
-        fence = fence_frame(self._notice(conflict=settings.conflict_policy is not None))
-
-        def cost(chunk: Chunk) -> int:
-            content = self.content(chunk)
-            before, _, after = self._framed(
-                _around(widest, chunk, content, upper, self._headers), fence
-            )
-            tokens = self._ingest_count(chunk, content)
-            if tokens is not None:
-                return counter.count(before + after) + tokens
-            # Counted around the content: the content's count is cached for the final count.
-            return counter.count_joined((before, content, after))
-
-        def bound(chunk: Chunk) -> int:
-            # From the raw text: neutralising a chunk that cannot fit would be wasted work.
-            if not per_token:
-                return 0
-            text = chunk.content
-            kept = len(text.encode("utf-8")) - removable_bytes(text, datamarked=settings.datamark)
-            return -(-kept // per_token)
-
-        def floor(chunk: Chunk) -> int:
-            # ASCII bytes neutralising keeps (it never shortens what it rewrites, and only
-            # characters its view changes can shrink: `removable_bytes`), less the spaces
-            # and tabs datamarking may merge: one C scan where the full bound takes several.
-            # A non-ASCII character takes 2 UTF-8 bytes at least, so there are at most
-            # (bytes - characters) of them: one encode, where encode("ascii", "ignore")
-            # calls its error handler once per non-ASCII run (2 ms on a 1 MB chunk).
-            if not per_token:
-                return 0
-            text = chunk.content
-            if text.isascii():
-                kept = len(text)
-            else:
-                kept = max(2 * len(text) - len(text.encode("utf-8", "surrogatepass")), 0)
-            if settings.datamark:
-                kept -= text.count(" ") + text.count("\t")
-            return kept // per_token
-
-        def ceiling(chunk: Chunk) -> int:
-            # At most 4 UTF-8 bytes a character, exactly 1 in ASCII text: no scan of the text.
-            if not per_token:
-                return 0
-            text = chunk.content
-            return -(-(len(text) if text.isascii() else 4 * len(text)) // per_token)
-
-        self._counter = counter
+        self._upper_fence = fence_frame(self._notice(conflict=settings.conflict_policy is not None))
+        bound, floor, ceiling = estimates(counter, datamarked=settings.datamark)
         super().__init__(
             allocation,
             ranked,
             counter=counter,
-            frame=_SEPARATE if settings.per_source else fence,
+            frame=_SEPARATE if settings.per_source else self._upper_fence,
             kind="chunk",
             key=_ID,
-            text=lambda c: "".join(
-                self._framed(_around(widest, c, self.content(c), upper, self._headers), fence)
-            ),
-            cost=cost,
+            text=self._costed_text,
+            cost=self._cost,
             bound=bound,
             ceiling=ceiling,
             floor=floor,
             kind_of=lambda c: "document" if self.is_document(c) else "chunk",
         )
+
+    def _costed_parts(self, chunk: Chunk) -> tuple[str, str, str]:
+        """The chunk rendered as costed (widest number, upper-bound header and fence)."""
+        around = _around(self._widest, chunk, self.content(chunk), self._upper, self._headers)
+        return self._framed(around, self._upper_fence)
+
+    def _costed_text(self, chunk: Chunk) -> str:
+        return "".join(self._costed_parts(chunk))
+
+    def _cost(self, chunk: Chunk) -> int:
+        """An upper bound on what `chunk` costs in the prompt, frame and header included."""
+        before, content, after = self._costed_parts(chunk)
+        tokens = self._ingest_count(chunk, content)
+        if tokens is not None:
+            return self._counter.count(before + after) + tokens
+        # Counted around the content: the content's count is cached for the final count.
+        return self._counter.count_joined((before, content, after))
 
     def _ids_of(self, chunks: Sequence[Chunk]) -> Sequence[str]:
         """The ids of `chunks`; from `ids` when they are the last ranked candidates, as a
@@ -526,6 +374,57 @@ class RetrievedClaim(ListClaim[Chunk]):
 
     def drops(self, fit: Fit[Chunk]) -> list[Dropped]:
         return records(self.drop_runs(fit))
+
+    def outcome(self, fit: Fit[Chunk]) -> Outcome:
+        """What each [n] refers to, in prompt order, and the document sent whole."""
+        sources = tuple(
+            Source(
+                n=n,
+                chunk=chunk,
+                text=text,
+                document=self.is_document(chunk),
+                covers=self.covered(chunk) if self.is_document(chunk) else (),
+            )
+            for n, (chunk, text) in enumerate(self.blocks(fit), 1)
+        )
+        return Outcome(sources=sources, escalated=self.escalated(fit))
+
+    def require_sent(self, fit: Fit[Chunk], granted: int) -> None:
+        """Retrieval that found permitted, relevant sources but could send none is no silent
+        success: an error when retrieval has a floor, else a warning naming them.
+
+        Answering from no sources while the retriever found some degrades the answer unseen;
+        a floor says the request needs sources, so it fails instead.
+        """
+        if fit.parts or not fit.overflow:
+            return
+        unfit = [d for d in self.drops(fit) if d.reason in ("oversize", "over_budget")]
+        if not unfit:
+            return
+        ids = [d.id for d in unfit]
+        named = ", ".join(ids[:10]) + (f" and {len(ids) - 10:,} more" if len(ids) > 10 else "")
+        floor = self.allocation.min
+        if floor > 0:
+            # The smallest source counted, in its fence: less than that sends nothing.
+            known = [d.tokens for d in unfit if d.tokens is not None]
+            needed = self.packer.framing + min(known) if known else granted + 1
+            raise ContextBudgetError(
+                "retrieved",
+                max(needed, granted + 1),
+                granted,
+                f"{len(ids):,} permitted, relevant source(s) were found but none fits ({named}), "
+                f"and retrieval's min ({floor:,}) says the request needs sources; raise the "
+                "retrieved allocation (or the total), cut documents into smaller chunks, or "
+                "set min=0 to answer without sources",
+            )
+        logger.warning(
+            "no source fits the %s tokens retrieval was given: %s permitted, relevant source(s) "
+            "were left out (%s); the model answers without sources",
+            f"{granted:,}",
+            f"{len(ids):,}",
+            named,
+            extra={"ctxbudget_unsent": ids},
+        )
 
     def drop_runs(self, fit: Fit[Chunk]) -> list[Dropped | DropRun]:
         """`drops(fit)`, with the chunks never looked at as a run of records not built yet."""

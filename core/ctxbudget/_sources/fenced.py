@@ -20,7 +20,7 @@ from typing import Final, NamedTuple, get_args
 
 from ctxbudget._errors import InputError
 from ctxbudget._fence import FENCE_OPEN, SourceFormat, fence_frame, fence_notice
-from ctxbudget._layout import SECTION_SEPARATOR
+from ctxbudget._layout import SECTION_SEPARATOR, Frame
 from ctxbudget._neutralise import neutralise
 from ctxbudget._sources.conflicts import ConflictPolicy, conflict_instruction
 
@@ -62,6 +62,11 @@ class FencedSource(NamedTuple):
     """The fence it was in: tag and notice."""
     text: str
     """The source as the prompt shows it: its header and neutralised content."""
+
+    @property
+    def frame(self) -> Frame:
+        """The fence it was in, as the selection that numbered it framed its sources."""
+        return Frame(self.fence_open, _CLOSE, SECTION_SEPARATOR)
 
 
 @functools.cache
@@ -171,7 +176,7 @@ def fence_sources(sources: Sequence[FencedSource]) -> str:
             "markdown and xml sources cannot share one fence: a markdown source may hold text "
             "that reads as an xml source header; select them with one source_format"
         )
-    return opening + SECTION_SEPARATOR.join(s.text for s in sources) + _CLOSE
+    return sources[0].frame.wrap([s.text for s in sources])
 
 
 def fence_untrusted(texts: Sequence[str]) -> str:

@@ -1,54 +1,43 @@
-"""Retrieved sources on their own: chunks and a token budget in, numbered, fenced sources out.
+"""The retrieved half of the pipeline composed: chunks in, the retrieved claimant out.
 
-`select_sources` runs the retrieved half of the pipeline (permit → relevance floor →
-dedup → select → escalate → arrange → render → fence) with no question, system
-prompt or other claimants: what a LangChain document compressor, a LlamaIndex node
-postprocessor or `PromptHelper.repack` need. `ContextAssembler` runs the very same
-steps as its `retrieved` claimant, with the same `SourceOptions`.
+permit → relevance floor → rank (`candidates`), then dedup → select → escalate → arrange →
+render → fence inside `claim.RetrievedClaim`. Both entry points build their claimant here
+with the same `SourceOptions`: `ContextAssembler` as its `retrieved` claimant, and
+`select_sources` (`ctxbudget._standalone`) on its own; neither engine is imported from here.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxbudget._allocate import allocate
-from ctxbudget._arguments import check_int, check_optional, check_type
+from ctxbudget._arguments import check_type
 from ctxbudget._budget import Allocation
-from ctxbudget._errors import ContextBudgetError, InputError
-from ctxbudget._exact import render_exactly
+from ctxbudget._errors import InputError
 from ctxbudget._fence import SourceFormat
-from ctxbudget._inputs import Chunk, Principal, check_token_range, sequence_of
-from ctxbudget._otel import traced_entry
-from ctxbudget._pack import Fit
-from ctxbudget._report import DeferredDropped, Dropped, DropRun
-from ctxbudget._result import Source
+from ctxbudget._inputs import Chunk, Principal, sequence_of
+from ctxbudget._report import Dropped, DropRun
 from ctxbudget._sources.arrange import Order
-from ctxbudget._sources.claim import RankedIds, RetrievedClaim, SourceSettings, ranking
+from ctxbudget._sources.claim import RetrievedClaim, SourceSettings
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader, check_loader
-from ctxbudget._sources.permit import AccessPolicy, check_principal, permit
+from ctxbudget._sources.permit import AccessPolicy, permit
+from ctxbudget._sources.rank import RankedIds, ranking
 from ctxbudget._sources.relevance import relevant
 from ctxbudget._sources.render import RenderOptions
-from ctxbudget._tokens import TokenCounter, Tokenizer, tokenizer_of
+from ctxbudget._tokens import TokenCounter
 
 __all__ = [
-    "FenceMode",
-    "Selection",
     "SourceOptions",
     "candidates",
     "check_chunks",
-    "require_sent",
     "retrieved_claim",
-    "select_sources",
     "source_options",
-    "sources_of",
 ]
 
 
@@ -110,44 +99,6 @@ class SourceOptions(BaseModel):
         return None if value is None else check_loader(value)
 
 
-FenceMode = Literal["block", "per_source"]
-"""One fence around all sources, or each source in a fence of its own."""
-
-
-class Selection(DeferredDropped, BaseModel):
-    """Retrieved sources selected under a token budget: the fenced block and what it holds."""
-
-    model_config = ConfigDict(frozen=True)
-
-    text: str = Field(
-        description="The fenced, numbered sources; '' when no source was kept. One fence "
-        "around them all, or (fence='per_source') each source in its own, joined by separator."
-    )
-    tokens: int = Field(description="Exact token count of text.")
-    budget: int = Field(description="The max_tokens the selection was made under.")
-    sources: tuple[Source, ...] = Field(
-        description="What each [n] in text refers to, in prompt order."
-    )
-    dropped: tuple[Dropped, ...] = Field(
-        description="Every chunk left out, with its reason; ids only, never content."
-    )
-    escalated: str | None = Field(
-        description="The document sent whole in place of its chunks, if any."
-    )
-    trimmed: bool = Field(description="Some chunk was left out for lack of space.")
-    fence: FenceMode = Field(default="block", description="How the sources are fenced.")
-    fence_open: str = Field(
-        default="", description="What opens the fence: its tag and the untrusted-data notice."
-    )
-    fence_close: str = Field(default="", description="What closes the fence.")
-    separator: str = Field(default="", description="What stands between two sources.")
-
-    def framed_sources(self) -> tuple[str, ...]:
-        """Each source inside a fence of its own (what a framework node should carry when
-        fence='per_source': whatever reorders or filters them, each stays fenced)."""
-        return tuple(self.fence_open + s.text + self.fence_close for s in self.sources)
-
-
 def source_options(name: str, options: object) -> SourceOptions:
     """An entry point's source options: `SourceOptions()` for None, else checked."""
     if options is None:
@@ -194,46 +145,6 @@ def candidates(
 
 _ID = attrgetter("id")
 
-logger = logging.getLogger("ctxbudget")
-
-
-def require_sent(claim: RetrievedClaim, fit: Fit[Chunk], granted: int) -> None:
-    """Retrieval that found permitted, relevant sources but could send none is no silent
-    success: an error when retrieval has a floor, else a warning naming them.
-
-    Answering from no sources while the retriever found some degrades the answer unseen;
-    a floor says the request needs sources, so it fails instead.
-    """
-    if fit.parts or not fit.overflow:
-        return
-    unfit = [d for d in claim.drops(fit) if d.reason in ("oversize", "over_budget")]
-    if not unfit:
-        return
-    ids = [d.id for d in unfit]
-    named = ", ".join(ids[:10]) + (f" and {len(ids) - 10:,} more" if len(ids) > 10 else "")
-    floor = claim.allocation.min
-    if floor > 0:
-        # The smallest source counted, in its fence: less than that sends nothing.
-        known = [d.tokens for d in unfit if d.tokens is not None]
-        needed = claim.packer.framing + min(known) if known else granted + 1
-        raise ContextBudgetError(
-            "retrieved",
-            max(needed, granted + 1),
-            granted,
-            f"{len(ids):,} permitted, relevant source(s) were found but none fits ({named}), "
-            f"and retrieval's min ({floor:,}) says the request needs sources; raise the "
-            "retrieved allocation (or the total), cut documents into smaller chunks, or "
-            "set min=0 to answer without sources",
-        )
-    logger.warning(
-        "no source fits the %s tokens retrieval was given: %s permitted, relevant source(s) "
-        "were left out (%s); the model answers without sources",
-        f"{granted:,}",
-        f"{len(ids):,}",
-        named,
-        extra={"ctxbudget_unsent": ids},
-    )
-
 
 def retrieved_claim(
     allocation: Allocation,
@@ -274,103 +185,3 @@ def retrieved_claim(
     )
     claim = RetrievedClaim(allocation, ranked, counter=counter, settings=settings, ids=ids)
     return claim, ruled_out
-
-
-def sources_of(claim: RetrievedClaim, fit: Fit[Chunk]) -> tuple[Source, ...]:
-    """What each [n] refers to, in prompt order."""
-    return tuple(
-        Source(
-            n=n,
-            chunk=chunk,
-            text=text,
-            document=claim.is_document(chunk),
-            covers=claim.covered(chunk) if claim.is_document(chunk) else (),
-        )
-        for n, (chunk, text) in enumerate(claim.blocks(fit), 1)
-    )
-
-
-@traced_entry("ctxbudget.select_sources")
-def select_sources(
-    chunks: Sequence[Chunk],
-    *,
-    max_tokens: int,
-    tokenizer: str | Tokenizer,
-    min_tokens: int = 0,
-    principal: Principal | None = None,
-    options: SourceOptions | None = None,
-    now: datetime | None = None,
-    fence: FenceMode = "block",
-) -> Selection:
-    """Select, number and fence retrieved chunks within `max_tokens`, counted exactly.
-
-    For repeated calls prefer `ContextAssembler.select_sources`, which keeps token
-    counts cached across requests.
-
-    Args:
-        max_tokens: the hard limit on the fenced block's exact token count.
-        min_tokens: a floor: when less than this much space can be filled (while
-            more content exists), `ContextBudgetError` is raised.
-        principal: who is asking; chunks they may not see never enter the block.
-        now: the reference time for freshness notes; defaults to the current time.
-        fence: "per_source" puts each source in a fence of its own (`framed_sources`), for
-            a framework that passes sources on separately; the budget counts every fence.
-    """
-    options = source_options("options", options)
-    return select_with(
-        TokenCounter(tokenizer_of(tokenizer)),
-        chunks,
-        max_tokens=max_tokens,
-        min_tokens=min_tokens,
-        principal=principal,
-        options=options,
-        now=now,
-        fence=fence,
-    )
-
-
-def select_with(
-    counter: TokenCounter,
-    chunks: Sequence[Chunk],
-    *,
-    max_tokens: int,
-    min_tokens: int,
-    principal: Principal | None,
-    options: SourceOptions,
-    now: datetime | None,
-    fence: FenceMode = "block",
-) -> Selection:
-    """`select_sources` with a given counter (the assembler's, whose cache outlives a call)."""
-    check_optional("now", now, datetime, "a datetime", "e.g. datetime.now(UTC)")
-    if fence not in ("block", "per_source"):
-        raise InputError(f"fence must be 'block' or 'per_source', but got {fence!r}")
-    max_tokens = check_int("max_tokens", max_tokens)
-    max_tokens, min_tokens = check_token_range(max_tokens, check_int("min_tokens", min_tokens))
-    allocation = Allocation("retrieved", min=min_tokens, max=max_tokens, priority=1)
-    claim, ruled_out = retrieved_claim(
-        allocation,
-        check_chunks(chunks),
-        principal=check_principal(principal, options.access),
-        options=options,
-        counter=counter,
-        now=now,
-        per_source=fence == "per_source",
-    )
-    allocated = allocate([claim], max_tokens)
-    rendered = render_exactly({"retrieved": claim}, allocated, max_tokens, counter)
-    fit = rendered.fits["retrieved"]
-    require_sent(claim, fit, max_tokens)
-    frame = claim.fence(fit) if fit.parts else None
-    return Selection(
-        text=rendered.text,
-        tokens=rendered.total,
-        budget=max_tokens,
-        sources=sources_of(claim, fit),
-        dropped=(),
-        escalated=claim.escalated(fit),
-        trimmed=fit.overflow,
-        fence=fence,
-        fence_open="" if frame is None else frame.open,
-        fence_close="" if frame is None else frame.close,
-        separator="" if frame is None else frame.separator,
-    )._defer_dropped([*ruled_out, *claim.drop_runs(fit)])
