@@ -88,7 +88,11 @@ def oldest(session: nox.Session) -> None:
     """The adapters' tests with every direct requirement at its floor (langchain-core,
     langchain and llama-index-core included), so a floor in pyproject.toml is a tested claim."""
     session.install(
-        "--resolution", "lowest-direct", "-e", ".[langchain,llamaindex,offline,otel]", *TEST_TOOLS
+        "--resolution",
+        "lowest-direct",
+        "-e",
+        ".[langchain,llamaindex,offline,otel,anthropic]",
+        *TEST_TOOLS,
     )
     session.run(
         "pytest", "-q", "-n", "auto", *(session.posargs or ["tests/langchain", "tests/llamaindex"])
