@@ -12,7 +12,8 @@ and reused, as an app would.
     python -m benchmarks.compare --only peers   # or: scaling, dedup, repack, memory,
                                                 # window, followup
 
-Peers that are not installed are skipped with a note: ``pip install -e '.[bench]'``.
+Peers that are not installed are skipped with a note: they come with
+``pip install -e '.[langchain,llamaindex,offline]' --group bench`` (pip >= 25.1).
 Times are CPU time of this process (``time.process_time``), so other load on the machine
 does not move them; ``--clock wall`` uses ``time.perf_counter`` instead.
 """
@@ -347,7 +348,10 @@ def peers(repeat: int, clock: Clock) -> None:
                 continue  # no peer takes counts measured at ingest
             method = make()
             if method is None:
-                print(f"  (skipped {name}: not installed; pip install -e '.[bench]')")
+                print(
+                    f"  (skipped {name}: not installed; "
+                    "pip install -e '.[langchain,llamaindex,offline]' --group bench)"
+                )
                 continue
             seconds, ratio, out = timed(clock, each(method, requests), encode, repeat)
             rows.append(Row(name, seconds, ratio, tokens(out), limit, note))
@@ -419,7 +423,7 @@ def repack_cost(repeat: int, clock: Clock) -> None:
     """`ContextBudgetPromptHelper.repack` of 250, 500 and 1,000 texts (a 4,096-token window):
     its time against one encode of the same texts, and against the 250-text case."""
     if importlib.util.find_spec("llama_index") is None:
-        print("\n(repack skipped: pip install -e '.[bench]')")
+        print("\n(repack skipped: pip install -e '.[llamaindex]')")
         return
     from llama_index.core.prompts import PromptTemplate
 

@@ -22,7 +22,7 @@ def main() -> None:
     try:
         from pyinstrument import Profiler
     except ImportError:
-        raise SystemExit("pyinstrument is not installed: pip install -e '.[bench]'") from None
+        raise SystemExit("pyinstrument is not installed: pip install --group bench") from None
     workload = WORKLOADS[args.workload]
     requests = [workload.request(seed) for seed in range(args.repeat + 1)]
     assembler = ContextAssembler(tokenizer="o200k_base", budget=budget())

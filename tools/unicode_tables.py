@@ -1,5 +1,5 @@
 """Generate the Unicode tables of the fence: run after upgrading unicodedata2 or
-confusable-homoglyphs (both in the `test` extra).
+confusable-homoglyphs (both in the `test` dependency group).
 
     .venv/bin/python -m tools.unicode_tables
 
@@ -492,7 +492,7 @@ def main() -> None:
     dbs = databases()
     if len(dbs) == 1:
         raise SystemExit(
-            "unicodedata2 is not installed: install the test extra (pip install -e '.[test]') "
+            "unicodedata2 is not installed: install the test group (pip install --group test) "
             "so the tables cover the newest Unicode, not only this interpreter's"
         )
     UNICODE_MODULE.write_text(unicode_module(dbs), encoding="utf-8")

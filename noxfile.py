@@ -1,0 +1,102 @@
+"""What CI runs (.ci/run): lint, the suite on every supported Python, and the adapters on
+the oldest framework releases the extras allow. CONTRIBUTING.md says what runs where, and why.
+
+    nox                                  # every session, as CI does
+    nox -s tests-3.13 -- tests/core      # one interpreter, some tests
+
+Interpreters are found on this machine (PATH, pyenv, ...), never downloaded: one that is
+missing is reported and skipped, and is an error under CI=true (nox's default when CI is set).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import nox
+
+nox.needs_version = ">=2026.10.20"
+nox.options.default_venv_backend = "uv"
+nox.options.download_python = "never"
+os.environ["UV_PYTHON_DOWNLOADS"] = "never"  # nor by uv, whatever a session asks of it
+# Copies, not uv's default hard links into its cache: llama-index-core's bundled nltk refuses
+# to open a multiply-linked file (tests/llamaindex/test_li_convert.py fails on one).
+os.environ["UV_LINK_MODE"] = "copy"
+
+
+def _activate_every_pyenv_python() -> None:
+    """Let nox find every Python that pyenv installed: pyenv's shims (which nox resolves) answer
+    only for the active versions, so the installed ones are appended to them, the active first."""
+    pyenv = shutil.which("pyenv")
+    if pyenv is None:
+        return
+
+    def pyenv_says(*args: str) -> list[str]:
+        done = subprocess.run([pyenv, *args], capture_output=True, text=True, check=False)
+        return done.stdout.replace(":", "\n").split()
+
+    active = pyenv_says("version-name")
+    installed = pyenv_says("versions", "--bare", "--skip-aliases", "--skip-envs")
+    os.environ["PYENV_VERSION"] = ":".join(dict.fromkeys([*active, *installed]))
+
+
+_activate_every_pyenv_python()
+
+# The classifiers in pyproject.toml name the same versions.
+PYTHONS = ["3.11", "3.12", "3.13"]
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+# The suite covers every extra: each optional dependency is tested where it is used.
+EVERY_EXTRA = ",".join(PYPROJECT["project"]["optional-dependencies"])
+TEST_TOOLS = nox.project.dependency_groups(PYPROJECT, "test")
+
+
+@nox.session(python=PYTHONS[0])
+def lint(session: nox.Session) -> None:
+    """ruff, ruff format and mypy --strict, with every extra installed for the types."""
+    session.install("-e", f".[{EVERY_EXTRA}]", *TEST_TOOLS)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
+
+
+# What depends on the interpreter (its unicodedata under the fence's tables, the stdlib the
+# core leans on) is tested on every version; the adapters and the heavy extras (Ray, Chroma)
+# on the oldest and the newest, so CI stays within ten minutes on two cores (CONTRIBUTING.md).
+CORE_TESTS = [
+    "tests/core",
+    "tests/security",
+    "tests/cli",
+    "tests/test_public_api.py",
+    "tests/test_docs.py",
+]
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The suite on one interpreter, spread over every core: all of it on 3.11 and 3.13, the
+    core's tests on the versions between."""
+    session.install("-e", f".[{EVERY_EXTRA}]", *TEST_TOOLS)
+    everything = session.python in (PYTHONS[0], PYTHONS[-1])
+    session.run(
+        "pytest", "-q", "-n", "auto", *(session.posargs or ([] if everything else CORE_TESTS))
+    )
+
+
+# Not in the default run yet: at the floors, langchain 1.0.0 lacks ModelCallResult, the test
+# group's openai 1.0.0 has no "tool" role, and chromadb's old OTLP protos fail under protobuf 7
+# (CONTRIBUTING.md). `nox -s oldest` runs it.
+@nox.session(python=PYTHONS[0], default=False)
+def oldest(session: nox.Session) -> None:
+    """The adapters' tests with every direct requirement at its floor (langchain-core,
+    langchain and llama-index-core included), so a floor in pyproject.toml is a tested claim."""
+    session.install(
+        "--resolution",
+        "lowest-direct",
+        "-e",
+        ".[langchain,llamaindex,offline,otel,anthropic]",
+        *TEST_TOOLS,
+    )
+    session.run(
+        "pytest", "-q", "-n", "auto", *(session.posargs or ["tests/langchain", "tests/llamaindex"])
+    )
