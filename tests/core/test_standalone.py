@@ -27,6 +27,8 @@ from ctxbudget import (
 )
 from tests.support.factories import budget_for
 
+# --- select_sources: retrieved sources on their own ---------------------------------------
+
 
 def chunks(n: int, words: int = 40) -> list[Chunk]:
     return [
@@ -199,6 +201,9 @@ def test_selection_builds_the_records_of_unread_chunks_when_read() -> None:
     kept = [s.chunk.id for s in selection.sources]
     assert [d.id for d in selection.dropped] == [f"c{i}" for i in range(len(kept), 60)]
     assert isinstance(state["dropped"], tuple)
+
+
+# --- trim_turns: history on its own -------------------------------------------------------
 
 
 def turns(n: int, words: int = 30) -> list[Turn]:
