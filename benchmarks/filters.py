@@ -1,6 +1,6 @@
 """Sources kept at top_k=30 when 60% of the corpus is forbidden, with and without the
 permission filter before retrieval, in LangChain's InMemoryVectorStore and LlamaIndex's
-VectorStoreIndex (README "Permission filters before retrieval").
+VectorStoreIndex (docs/permissions.md, "Permission filters before retrieval").
 
     python -m benchmarks.filters            # 1,000 chunks, 20 questions; --chunks N --questions N
 

@@ -3,7 +3,7 @@
 A LangChain message carries more than its text: content blocks of many kinds, tool
 calls, ``additional_kwargs`` that provider integrations turn into request fields. A
 budget that counts only the text lets the rest through uncounted, so each part meets
-one rule (README "LangChain", "What a message costs"):
+one rule (docs/langchain.md, "What a message costs"):
 
 - text (a str content, str items and ``text`` blocks): neutralised with
   `ctxbudget.neutralise_section`, counted and sent as neutralised text; a text block

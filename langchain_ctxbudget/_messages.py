@@ -2,7 +2,7 @@
 
 Every history path of the adapter (`trim_history`, the runnable's dict input, the agent
 middleware) converts through `conversation_of` and `Conversation.sent`, so the rules of
-README "Agents and chat" are applied once:
+docs/agents.md, "Agents and chat" are applied once:
 
 - every message is one `Turn`, so a gap marker's count is a count of messages; an AI
   message with tool calls and the `ToolMessage` results answering them (a legacy function

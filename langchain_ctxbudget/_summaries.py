@@ -1,11 +1,11 @@
 """The ``summarize=`` option: a chat model (or a function) writing what stands where history
-turns were left out (README "Agents and chat").
+turns were left out (docs/agents.md, "Summaries").
 
 The core decides when a summary is wanted (only when turns are left out, one run at a
 time), reserves its space, caches it by the turns it covers, neutralises it and falls
 back to the gap marker when it fails or runs long (`ctxbudget.HistoryOptions`). This
 module only turns the option into the core's summariser: on sync paths a function the
-core calls; on async paths the core's two-pass pattern (README "Summaries"), with the
+core calls; on async paths the core's two-pass pattern (docs/agents.md, "Summaries"), with the
 chat model's ``ainvoke``, so the event loop never waits on a summary.
 """
 
@@ -118,7 +118,7 @@ class Summarizer:
         *,
         words: int,
     ) -> Result:
-        """`assemble` with summaries awaited between two passes (README "Summaries"): the
+        """`assemble` with summaries awaited between two passes (docs/agents.md, "Summaries"): the
         first answers None to every run the core asks for, and records what it asked (the
         kept turns are the same either way, their space being reserved); then each of those
         is summarised, all at once; then the second pass gets the summaries of exactly what

@@ -1,5 +1,6 @@
 """Permission filters before retrieval, in the filter language of each vector store, so ``k``
-is spent on documents the principal may see (README "Permission filters before retrieval").
+is spent on documents the principal may see (docs/permissions.md,
+"Permission filters before retrieval").
 
 Every builder translates the core's rule, never its own: `ctxbudget.permit_filter` over the
 keys `MetadataMapping` maps to tenant and groups, or, for stores that cannot test that a key

@@ -114,7 +114,7 @@ def trim_history(
     options: HistoryOptions | None = None,
     summarize: SummarizeWith | None = None,
 ) -> list[BaseMessage]:
-    """The messages that fit in `max_tokens` (README "Agents and chat"): every system
+    """The messages that fit in `max_tokens` (docs/agents.md, "In LangChain"): every system
     message, first; then the latest message, the first human turn, and the most recent
     turns that fit, old tool results cleared before any turn goes, and a gap marker (or a
     summary) where messages are left out.
@@ -127,8 +127,8 @@ def trim_history(
     Anthropic integration accepts system messages only in one run. A cleared result keeps
     its `ToolMessage` and ``tool_call_id``, with ``[tool result cleared: search, 543
     tokens]`` as its content. Messages come back as new messages of the same classes, ids
-    and tool calls, their texts neutralised, every part counted or refused (README "What a
-    message costs"); the inputs are not changed. Counts are exact, with the model's
+    and tool calls, their texts neutralised, every part counted or refused (docs/langchain.md,
+    "What a message costs"); the inputs are not changed. Counts are exact, with the model's
     tokenizer, over the turns as ctxbudget renders them (``User: …``).
 
     Args:

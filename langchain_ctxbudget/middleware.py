@@ -55,7 +55,7 @@ __all__ = ["ContextBudgetMiddleware"]
 
 class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Budgets every model call of an agent by the core's rules for a conversation that
-    continues (`ContextAssembler.assemble` without a question; README "Agents and chat").
+    continues (`ContextAssembler.assemble` without a question; docs/agents.md, "In LangChain").
 
     The agent's messages are the history, one turn per message. The latest unit (the
     user's message, or the last tool calls with their results) is what the model answers:
@@ -65,8 +65,8 @@ class ContextBudgetMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     a gap marker or a summary (``summarize=``) standing where they were; an AI message
     with tool calls stays with its results. Tools are dropped whole, least relevant (last
     listed) first. Every message is sent rebuilt as it was counted: texts neutralised
-    (tool results are untrusted data), every part counted or refused (README "What a
-    message costs"); the agent's state keeps the originals. The system prompt is counted
+    (tool results are untrusted data), every part counted or refused (docs/langchain.md,
+    "What a message costs"); the agent's state keeps the originals. The system prompt is counted
     and sent unchanged; system messages in the state are sent right after it (providers
     such as Anthropic take system messages at the start only) and counted with it.
 

@@ -70,7 +70,8 @@ Output = str | ChatPromptValue
 
 
 class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
-    """Budgeted, deduplicated, numbered, fenced context for an LCEL chain (README "LangChain").
+    """Budgeted, deduplicated, numbered, fenced context for an LCEL chain (docs/langchain.md,
+    "LangChain").
 
     - A list of `Document` in (what a retriever returns) → the fenced, numbered sources
       block as a `str`, chosen within the budget's ``retrieved`` allocation alone, so
@@ -85,14 +86,14 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     - A dict in (``question``, and optionally ``documents``, ``history`` as messages or
       message-likes, ``system``, ``tools``, ``examples``, ``memory``) → the whole prompt as
       a `ChatPromptValue`: the stable prefix as one system message first (the history's
-      system messages join it), kept history (README "Agents and chat": the first human
+      system messages join it), kept history (docs/agents.md, "Agents and chat": the first human
       turn, the most recent; old tool results cleared, then gap markers or summaries where
       messages were left out; an AI message with tool calls stays with its tool results),
       then one human message with the sources and the question. Without a ``question``
       the history is continued: its latest message is always sent (or `ContextBudgetError`
       names it) and the prompt ends with it, or with the sources after it. History messages
       are rebuilt as they are counted: texts neutralised, every part counted or refused
-      (README "What a message costs").
+      (docs/langchain.md, "What a message costs").
 
     Who is asking: built with `principal`, it serves that principal only, and a call whose
     config names anyone else (None included) is refused; built without, each call's

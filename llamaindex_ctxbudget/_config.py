@@ -36,7 +36,7 @@ def build_assembler(
     llm: LLM | None = None,
 ) -> ContextAssembler:
     """`assembler` itself, or one built from `tokenizer` (by default the tokenizer the `llm`'s
-    model name resolves to, README "Counting other models"), `sources`, `budget` and
+    model name resolves to, docs/tokenizers.md, "Counting other models"), `sources`, `budget` and
     `history`."""
     if assembler is None:
         if tokenizer is None:

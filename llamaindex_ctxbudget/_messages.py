@@ -1,5 +1,6 @@
 """LlamaIndex chat messages as the `Turn`s the core budgets, and back: every part counted,
-dropped or refused (README "LlamaIndex", "What a message costs").
+dropped or refused (docs/llamaindex.md, "Chat engines and
+agents").
 
 A `ChatMessage` holds content blocks and ``additional_kwargs``, and LLM integrations send
 both (OpenAI's merges ``additional_kwargs`` into the message it sends). Each part meets

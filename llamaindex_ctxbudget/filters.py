@@ -1,6 +1,6 @@
 """Permission filters before retrieval: the vector store returns only nodes the principal
-may see, so ``similarity_top_k`` is spent on them (README "Permission filters before
-retrieval").
+may see, so ``similarity_top_k`` is spent on them (docs/permissions.md,
+"Permission filters before retrieval").
 
 The ACL is written once, at ingest, as the core's access tokens (`AccessMarker`, under
 ``ctxbudget.ACCESS_KEY``), and a query's filter is one ``ANY`` test against the

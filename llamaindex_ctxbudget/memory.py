@@ -62,13 +62,14 @@ def _inert_summaries(summarize: _Summarize) -> _Summarize:
 class ContextBudgetMemory(BaseChatStoreMemory):
     """A chat memory that stores the conversation whole and sends the part that fits.
 
-    `get` budgets the stored messages by the core's history rule (README "Agents and
-    chat"): the latest message (or tool call with its results) always, the first user
-    message, then the most recent that fit within `token_limit`, old tool results cleared
-    first, a gap marker (or a summary, with ``summarize=``) wherever messages are left
-    out. Each message is sent rebuilt as it was counted: texts neutralised, every part
-    counted or refused (README "What a message costs"). `get_all` returns the stored
-    messages uncut and unchanged. Drop it into a chat engine or an agent::
+    `get` budgets the stored messages by the core's history rule (docs/llamaindex.md,
+    "Chat engines and agents"): the latest message (or tool call with its results) always,
+    the first user message, then the most recent that fit within `token_limit`, old tool
+    results cleared first, a gap marker (or a summary, with ``summarize=``) wherever
+    messages are left out. Each message is sent rebuilt as it was counted: texts
+    neutralised, every part counted or refused (docs/langchain.md, "What a message costs").
+    `get_all` returns the stored messages uncut and unchanged. Drop it into a chat engine or
+    an agent::
 
         memory = ContextBudgetMemory.from_defaults(tokenizer="gpt-4o", llm=llm)
         engine = index.as_chat_engine(chat_mode="condense_plus_context", memory=memory)
@@ -201,7 +202,7 @@ class ContextBudgetMemory(BaseChatStoreMemory):
         self, input: str | None = None, initial_token_count: int = 0, **kwargs: Any
     ) -> list[ChatMessage]:
         """`get` for async callers: the summariser's ``acomplete`` in the core's two passes
-        (README "Summaries"): the first records what the core asks to summarise, the second
+        (docs/agents.md, "Summaries"): the first records what the core asks to summarise, the second
         uses the summaries awaited in between."""
         self._remember(input)
         given = self._conversation(await self.aget_all(), kwargs)

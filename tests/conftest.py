@@ -39,7 +39,8 @@ settings.register_profile("thorough", parent=settings.get_profile("default"), ma
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # Every count of joined parts is checked against a full encode of the joined text: the
-# join rule (README "Speed") is proven on every prompt the suite builds, not only its own tests.
+# join rule (docs/speed.md, "Where the time goes") is proven on every prompt the suite
+# builds, not only its own tests.
 os.environ.setdefault("CTXBUDGET_VERIFY_JOINS", "1")
 
 

@@ -97,8 +97,9 @@ class ContextAssembler:
                 5-word windows, neutralised texts and source headers: `shingle_cache`,
                 `rewrite_cache`, `header_cache`) to remember across requests.
             provider_count: the provider's own count as the final check, one synchronous
-                call per assembly (`AnthropicCount`, `BedrockCount`, `GeminiCount`; README
-                "Counting other models"); it goes with the model, as the tokenizer does.
+                call per assembly (`AnthropicCount`, `BedrockCount`, `GeminiCount`;
+                docs/tokenizers.md, "The provider's own count as the final check"); it goes
+                with the model, as the tokenizer does.
         """
         self.model: str | None = None
         """The model the prompts are for, when `tokenizer` named one (not an encoding)."""
@@ -184,7 +185,7 @@ class ContextAssembler:
                 memory and sources after it).
             principal: who is asking; chunks they may not see never enter the prompt.
             now: the reference time for freshness notes; defaults to the current time.
-            summarize: for this call in place of `HistoryOptions.summarize` (README
+            summarize: for this call in place of `HistoryOptions.summarize` (docs/agents.md,
                 "Summaries": how an async summariser takes part).
         """
         history = sequence_of("history", history, Turn)
@@ -298,7 +299,7 @@ class ContextAssembler:
         now: datetime | None = None,
         fence: FenceMode = "block",
     ) -> Selection:
-        """Retrieved sources alone, numbered and fenced within `max_tokens` (README
+        """Retrieved sources alone, numbered and fenced within `max_tokens` (docs/sources.md,
         "Retrieved sources on their own"): the assembler's own pipeline and options.
 
         `max_tokens` and `min_tokens` default to the budget's `retrieved` allocation
@@ -327,8 +328,8 @@ class ContextAssembler:
         min_tokens: int | None = None,
         summarize: Summarize | None = None,
     ) -> TrimmedHistory:
-        """Conversation turns alone, trimmed to `max_tokens` (README "How each claimant
-        shrinks"): the latest unit, the first, the most recent that fit, old tool results
+        """Conversation turns alone, trimmed to `max_tokens` (docs/budget.md, "How each
+        claimant shrinks"): the latest unit, the first, the most recent that fit, old tool results
         cleared first, gap markers (or summaries) between; the assembler's `HistoryOptions`.
 
         `max_tokens` and `min_tokens` default to the budget's `history` allocation;

@@ -194,7 +194,7 @@ class Budget(BaseModel):
 
     @classmethod
     def default(cls, *, total: int = 6_000, reserve_output: int = 500) -> Budget:
-        """A sane starting point for a RAG prompt (see the README, "The budget")."""
+        """A sane starting point for a RAG prompt (docs/budget.md, "The budget")."""
         return cls(
             total=total,
             reserve_output=reserve_output,
@@ -254,8 +254,8 @@ class Budget(BaseModel):
 
         The model name is read by the one model-name rule, `resolve_model`, as for
         `get_tokenizer`: ``openai:gpt-4o-2024-08-06``, ``claude-sonnet-4-5`` and
-        ``us.anthropic.claude-sonnet-4-5-20250929-v1:0`` all name known windows (README
-        "Counting other models" lists them with their sources). A model whose input has a
+        ``us.anthropic.claude-sonnet-4-5-20250929-v1:0`` all name known windows (docs/budget.md,
+        "Budgets that fit the model" lists them with their sources). A model whose input has a
         limit of its own gets ``total = min(window, input limit + reserve_output)``, so the
         prompt never passes that limit: gpt-5's 400,000 tokens take at most 272,000 of input.
         An open-weight model's window is its server's setting, so it is never assumed: pass
@@ -381,7 +381,8 @@ DEFAULT_ALLOCATIONS: tuple[Allocation, ...] = (
     Allocation("history", max=1_500, priority=3),
     Allocation("memory", max=400, priority=4),
 )
-"""The allocations of `Budget.default()`; the numbers and their reasons are in the README."""
+"""The allocations of `Budget.default()`; the numbers and their reasons: docs/budget.md,
+"The budget"."""
 
 _DEFAULT_AVAILABLE = 5_500
 """The prompt tokens `DEFAULT_ALLOCATIONS` are sized for: `Budget.default()`'s 6,000 - 500."""

@@ -127,8 +127,8 @@ class _New:
 class CacheMonitor:
     """Prompt-cache hit rates per prefix hash over a window, and warnings when they fall.
 
-    Thread-safe: one monitor per process, fed every request (README "Tracing and cache
-    monitoring").
+    Thread-safe: one monitor per process, fed every request (docs/observability.md,
+    "Cache monitoring").
 
     >>> monitor = CacheMonitor(window=50, deploy="v1")
     """

@@ -2,8 +2,8 @@
 
 Allocation (`_allocate.py`), the exact count (`_exact.py`) and the assembler's result
 (`_assemble.py`) see a claimant only through `Claim`: a new claimant is a class that
-implements it. Each claimant knows how to shrink itself (README "How each claimant
-shrinks"): `ListClaim` keeps a preferred prefix of its items and drops from the tail;
+implements it. Each claimant knows how to shrink itself (docs/budget.md, "How each
+claimant shrinks"): `ListClaim` keeps a preferred prefix of its items and drops from the tail;
 subclasses decide the preference order (rank, recency, relevance) and the display order.
 """
 

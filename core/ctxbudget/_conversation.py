@@ -1,5 +1,5 @@
 """How the history claimant shrinks before and while it drops turns: tool-result clearing and
-summaries (README "Agents and chat").
+summaries (docs/agents.md, "Agents and chat").
 
 Tool results dominate an agent's context, and an old one is rarely read again: clearing
 it (a placeholder in place of its content, the turn itself kept) frees its space without
@@ -39,7 +39,7 @@ def _sync_summarizer(value: Summarize | None) -> Summarize | None:
         raise ValueError(
             "must be a plain function returning str or None, but got an async one; assembly "
             "does not await: run your async summariser between two assemblies instead "
-            '(README "Summaries": the second assembly passes summarize=...)'
+            '(docs/agents.md, "Summaries": the second assembly passes summarize=...)'
         )
     return value
 

@@ -1,12 +1,12 @@
 """The sample corpus behind `ctxbudget demo`: a small company handbook, chunked and retrieved.
 
 Thirteen markdown documents (package data in ``_corpus/``), written so that each rule
-of the README has something to act on: a 2026 leave policy and a stale FAQ that
-disagree, a page mirrored with a boilerplate header, an OCR-scanned product sheet, a
-contract whose clause 7.3 qualifies 7.2, a notice that gives the model orders, and
-board minutes only the board may see. Chunked by heading at ingest (with heading
-paths, ordinals and token counts), then retrieved with BM25 (`bm25s`), which knows
-nothing of permissions, as most retrievers do: the assembler has to.
+of the manual has something to act on (docs/cli.md, "What the demo shows"): a 2026
+leave policy and a stale FAQ that disagree, a page mirrored with a boilerplate header, an
+OCR-scanned product sheet, a contract whose clause 7.3 qualifies 7.2, a notice that gives
+the model orders, and board minutes only the board may see. Chunked by heading at ingest
+(with heading paths, ordinals and token counts), then retrieved with BM25 (`bm25s`), which
+knows nothing of permissions, as most retrievers do: the assembler has to.
 
 The retriever and the markdown parser come from the ``cli`` extra (bm25s,
 snowballstemmer, markdown-it-py) and are imported when the handbook is built, so the

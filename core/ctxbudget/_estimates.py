@@ -6,7 +6,8 @@ ratio measured for that kind of text, plus a margin. One multiplier for all text
 either unsafe or wasteful (Claude's worst ratio is on emoji and CJK, 1.75x for Claude 3 to
 4.6, against 1.26x on code), so text is split into runs of two kinds and each run is
 counted with its kind's bound. The ratios are those of ctok 1.3, a reconstruction of
-Claude's counts from recorded API answers, against o200k (README "Counting other models").
+Claude's counts from recorded API answers, against o200k (docs/tokenizers.md,
+"Counting other models").
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Per-part counts are estimates of the joined string: BPE can merge differently ac
 a join. So the final string is counted exactly (from its parts and their joins where
 the tokenizer allows, `_joins.py`; else by encoding it), and while it is over the limit the
 least preferred item of the lowest-priority claimant goes, but only while that
-claimant stays at or above the floor allocation reserved for it (README "How space
-is shared"). When nothing can go, the request fails. With a provider count set
+claimant stays at or above the floor allocation reserved for it (docs/budget.md, "How
+space is shared"). When nothing can go, the request fails. With a provider count set
 (`_provider.py`), `recount` applies the same rule to the provider's figure for the whole
 request. `settle` is the path every entry point takes: allocation (`_allocate.py`), each
 claimant's own check of what it got, then the exact count.
@@ -30,7 +30,8 @@ from ctxbudget._tokens import TokenCounter
 __all__ = ["MAX_PROVIDER_COUNTS", "Rendered", "recount", "render_exactly", "settle"]
 
 MAX_PROVIDER_COUNTS: Final = 4
-"""The most provider count calls one assembly makes (README "Counting other models")."""
+"""The most provider count calls one assembly makes (docs/tokenizers.md, "The provider's
+own count as the final check")."""
 
 
 @dataclass(frozen=True)

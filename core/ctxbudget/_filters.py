@@ -1,5 +1,6 @@
 """The permit rule as a filter a vector store runs before retrieval, so top_k is spent on
-what the principal may see (README "Permission filters before retrieval").
+what the principal may see (docs/permissions.md,
+"Permission filters before retrieval").
 
 `permitted` (the permit step) is the one rule; this module restates its branches over
 metadata keys, in two shapes every store can take:

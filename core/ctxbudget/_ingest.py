@@ -10,7 +10,7 @@ tokenizer's name and a digest of the name, the count and the text (`ingest_metad
 
 The digest is not keyed: it tells a count made for other data from the right one, not
 a count forged on purpose by whoever writes the metadata and knows this scheme. Counts
-that stand are still never below what the text's bytes must cost (README "Inputs").
+that stand are still never below what the text's bytes must cost (docs/inputs.md, "Inputs").
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def ingest_columns(
         encoding = tokenizer.encoding
         if num_threads == 1:
             # On one thread the batch API only adds its pool: twice the CPU of this loop
-            # (benchmarks/README.md "Ingest on a cluster").
+            # (benchmarks/README.md, "Ingest on a cluster, 2026-12-02").
             counts = [len(encoding.encode_ordinary(text)) for text in encoded]
         else:
             ids = encoding.encode_ordinary_batch(encoded, num_threads=num_threads)

@@ -66,7 +66,7 @@ class Chunk(InputModel):
     Unknown keyword arguments are errors; extra data goes in `metadata`, which is
     passed through and never rendered into the prompt. ACLs are read only from
     `tenant` and `groups`: ACL-looking `metadata` keys (``tenant_id``,
-    ``allowed_groups``, ``acl``, ...; README "Inputs") are an error whatever else is
+    ``allowed_groups``, ``acl``, ...; docs/inputs.md, "Inputs") are an error whatever else is
     set, because they would not be enforced. Only top-level `metadata` keys are
     checked, not nested ones.
     """

@@ -10,7 +10,8 @@ between them is *hard*, and cutting a text there splits its count exactly,
 it survives any concatenation. A part remembers its first and last hard positions and the
 counts of the text before the first (its head) and after the last (its tail); the count of
 a joined text is then the parts' counts less their heads and tails, plus one small encode
-per join of the text between the two hard positions around it (README "Speed").
+per join of the text between the two hard positions around it (docs/speed.md, "Where the
+time goes").
 
 The hard pairs, derived from every alternative of these patterns (a ``?`` prefix, letter
 and mark runs, contractions, 1-3 digits, punctuation runs with trailing line breaks,

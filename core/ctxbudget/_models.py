@@ -148,9 +148,10 @@ _CLAUDE: Mapping[str, _Limits] = {
     "claude-opus-4-7": _Limits("estimate:claude-v4.7", 1_000_000, 128_000, _PROFILE),
     "claude-opus-4-8": _Limits("estimate:claude-v4.8", 1_000_000, 128_000, _PROFILE),
 }
-"""Claude models by their name without a date: the estimate that counts for them (README
-"Counting other models") and their window and output limit. The 200,000 windows are without
-Anthropic's 1M-context beta header; pass that window yourself when you send it."""
+"""Claude models by their name without a date: the estimate that counts for them
+(docs/tokenizers.md, "Counting other models") and their window and output limit. The 200,000
+windows are without Anthropic's 1M-context beta header; pass that window yourself when you
+send it."""
 
 _GEMINI_SOURCE: Final = (
     "LangChain model profile (langchain-google-genai 4.4); Vertex AI Gemini 2.5 model pages"

@@ -196,8 +196,8 @@ def _record(span: Any, result: object, model: str | None) -> None:
 
 def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Run an adapter's entry point (sync or async) in a span named `name`, under the current
-    span; the core call it makes sets the span's attributes (README "Tracing and cache
-    monitoring")."""
+    span; the core call it makes sets the span's attributes (docs/observability.md,
+    "Tracing")."""
     return _decorator(name, adapter=True, model=None)
 
 

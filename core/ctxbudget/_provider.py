@@ -3,7 +3,8 @@
 Claude and Gemini publish no tokenizer; their exact count is a network call. Made once per
 assembly on the finished system, messages and tools (never per chunk, which would pay a
 message frame per chunk and a call per text), in the request shape `Assembled.messages`
-builds for that SDK (README "Counting other models"). The SDKs are imported only when a
+builds for that SDK (docs/tokenizers.md, "The provider's own count as the final check").
+The SDKs are imported only when a
 count is made: `import ctxbudget` loads none of them.
 """
 
@@ -152,7 +153,7 @@ class GeminiCount:
     the system instruction and tools are counted with the contents. The Gemini Developer
     API counts only the contents, so there the system instruction and tool schemas are
     counted offline with ``estimate:gemini``, an upper bound with its margin, and the
-    figure is not exact (README "Counting other models").
+    figure is not exact (docs/tokenizers.md, "The provider's own count as the final check").
     """
 
     client: Any

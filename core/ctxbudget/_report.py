@@ -78,7 +78,7 @@ class Dropped(BaseModel):
     """One item left out of the prompt. Carries ids, never content.
 
     `tokens` is None for most records: the assembler never tokenizes an item it can
-    rule out without doing so (README "Speed").
+    rule out without doing so (docs/speed.md, "Where the time goes").
     """
 
     model_config = ConfigDict(frozen=True)
@@ -239,7 +239,7 @@ _get = object.__getattribute__
 
 class DeferredDropped:
     """Mixin for a pydantic model with a `dropped: tuple[Dropped, ...]` field whose records
-    are built on first read of the model (README "Speed").
+    are built on first read of the model (docs/speed.md, "Where the time goes").
 
     The model holds `_Deferred` in place of the tuple until `dropped` or `__dict__` is read.
     `model_dump`, `==`, `repr`, `hash`, copies and pickling all read `__dict__` as an
@@ -305,7 +305,7 @@ class SummarySpan(BaseModel):
     """One run of history turns left out while a summariser was set, and what stands there.
 
     The turns are ``history[start:stop]``: what an async adapter summarises itself between
-    two assemblies (README "Summaries"). Ids and numbers only, never text.
+    two assemblies (docs/agents.md, "Summaries"). Ids and numbers only, never text.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -414,8 +414,8 @@ class Report(DeferredDropped, BaseModel):
         exclude_if=_is_true,
         description="Whether every count is the model's own tokenizer's (tiktoken:<encoding>, "
         "or a tokenizer declared exact); False for an upper-bound estimate or a tokenizer "
-        'ctxbudget cannot vouch for (README "Counting other models"). Left out of dumps when '
-        "True.",
+        'ctxbudget cannot vouch for (docs/tokenizers.md, "Counting other models"). Left out of '
+        "dumps when True.",
     )
     count_method: str | None = Field(
         default=None,

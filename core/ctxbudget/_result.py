@@ -1,6 +1,7 @@
 """The assembled prompt: as one string, as chat messages, with its sources and report.
 
-`Assembled.messages()` shapes the same prompt for a chat API (README "The result"):
+`Assembled.messages()` shapes the same prompt for a chat API (docs/results.md,
+"Chat messages for each SDK"):
 ``style="openai"`` for Chat Completions, ``style="anthropic"`` for the Messages API,
 ``style="bedrock"`` for Bedrock's Converse API, ``style="gemini"`` for google-genai's
 ``generate_content``, and the default ``"generic"`` shape kept from earlier releases.

@@ -45,7 +45,8 @@ def server_window(
     timeout: float = 10.0,
 ) -> int:
     """The context window the server at `base_url` runs `model` with, in tokens, to pass as
-    ``Budget.for_model(model, window=...)`` (README "Counting other models").
+    ``Budget.for_model(model, window=...)`` (docs/tokenizers.md, "Windows of Ollama and vLLM
+    models").
 
     ``kind="ollama"``: the model's ``num_ctx`` from ``POST /api/show`` (at most its trained
     ``<arch>.context_length``); without one, the window Ollama allocated to it when loaded

@@ -1,11 +1,11 @@
 """One part of a prompt on its own: `select_sources` and `trim_turns`, side by side.
 
-Each runs one claimant of `ContextAssembler` (README "Retrieved sources on their own", "How
-each claimant shrinks") through the assembler's own engine (`_exact.settle`: allocation, the
-claimant's checks, the exact count) with no other claimant beside it: what a LangChain
-document compressor, a LlamaIndex node postprocessor or `PromptHelper.repack` need, and an
-adapter trimming a framework's message list. The `*_with` forms take the assembler's
-counter (and summary cache), whose caches outlive a call.
+Each runs one claimant of `ContextAssembler` (docs/sources.md, "Retrieved sources on
+their own"; docs/budget.md, "How each claimant shrinks") through the assembler's own
+engine (`_exact.settle`: allocation, the claimant's checks, the exact count) with no other
+claimant beside it: what a LangChain document compressor, a LlamaIndex node postprocessor or
+`PromptHelper.repack` need, and an adapter trimming a framework's message list. The `*_with`
+forms take the assembler's counter (and summary cache), whose caches outlive a call.
 """
 
 from __future__ import annotations

@@ -103,8 +103,8 @@ class LabelledTokenizer(Tokenizer, Protocol):
 
 @dataclass(frozen=True)
 class CountMethod:
-    """How a tokenizer's counts are made, as the report carries it (README "Counting other
-    models")."""
+    """How a tokenizer's counts are made, as the report carries it (docs/tokenizers.md,
+    "Counting other models")."""
 
     label: str
     """``tiktoken:<encoding>``, ``estimate:<family>``, ``callable:<name>``,
@@ -187,7 +187,8 @@ class TiktokenTokenizer:
 
         Retrieved documents can contain ``<|endoftext|>``; providers treat it as text
         in user content, and so must we (tiktoken's `encode` would raise on it). A server
-        that parses special tokens in content counts fewer (README "Counting other models").
+        that parses special tokens in content counts fewer (docs/tokenizers.md, "Counting
+        other models").
         """
         if self._normalization is not None:
             text = unicodedata.normalize(self._normalization, text)
@@ -367,11 +368,11 @@ def get_tokenizer(model_or_encoding: str) -> Tokenizer:
     The name is read by the one model-name rule, `resolve_model` (any case; provider
     prefixes, Bedrock, Vertex, Hugging Face and Ollama decorations). OpenAI models count
     exactly with tiktoken; Llama, Mistral, Qwen and DeepSeek models exactly with the
-    vocabulary their extra installs (README "Counting other models"); Claude and Gemini,
-    whose tokenizers are not public, with a labelled upper bound (``exact`` False). A name
-    that is unknown, or of a family ctxbudget cannot count offline, raises instead of
-    guessing, because a wrong tokenizer miscounts silently. A model and its encoding share
-    one tokenizer object.
+    vocabulary their extra installs (docs/tokenizers.md, "Counting other models"); Claude
+    and Gemini, whose tokenizers are not public, with a labelled upper bound (``exact``
+    False). A name that is unknown, or of a family ctxbudget cannot count offline, raises
+    instead of guessing, because a wrong tokenizer miscounts silently. A model and its
+    encoding share one tokenizer object.
 
     >>> get_tokenizer("gpt-4o").count("hello world")
     2

@@ -29,9 +29,9 @@ def message_text(
     verbatim: Sequence[str] = (),
     neutralise: Callable[[str], str] = neutralise_section,
 ) -> str:
-    """What one framework chat message costs, as the text of its `Turn` (README "Writing an
-    adapter"): its texts, each tool call as ``name(arguments)``, then the parts sent back
-    verbatim (a model's signed reasoning, names, ids), one per line; empty parts left out.
+    """What one framework chat message costs, as the text of its `Turn` (docs/adapters.md,
+    "Writing an adapter"): its texts, each tool call as ``name(arguments)``, then the parts
+    sent back verbatim (a model's signed reasoning, names, ids), one per line; empty parts left out.
 
     Both adapters count a message through this, so the same message costs the same in
     either. Pass texts already neutralised (`neutralise_section`): they are sent that way.

@@ -358,7 +358,7 @@ def shaped(value: object, field: AclField) -> str | frozenset[str]:
 def oracle(
     metadata: Mapping[str, object], tenant: Sequence[str], groups: Sequence[str]
 ) -> tuple[str | frozenset[str] | None, ...]:
-    """(tenant, groups, keys) as the rule of README "Inputs" reads them, or `UnenforceableError`."""
+    """(tenant, groups, keys) as docs/inputs.md, "Inputs" reads them, or `UnenforceableError`."""
     mapped = {*tenant, *groups}
     if any(key in ACL_KEYS and key not in mapped for key, v in metadata.items() if v is not None):
         raise UnenforceableError

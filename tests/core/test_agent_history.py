@@ -4,11 +4,11 @@
 The property draws random agent conversations (user turns, assistant turns with 0-3 tool
 calls each answered by tool turns in one group, system turns anywhere, random sizes, random
 budgets and clearing options) and checks `trim_turns`, `ContextAssembler.trim_history` and
-`ContextAssembler.assemble(question=None)` against rules written here from the README:
-within budget by an exact count, the latest unit sent or a justified error naming it, units
-whole, every gap marker's count exact, the first unit kept when it fits, old results cleared
-before any unit goes, and the chat messages a valid OpenAI and Anthropic request (by an
-independent check and by the SDKs' own request types).
+`ContextAssembler.assemble(question=None)` against rules written here from docs/agents.md,
+"Agents and chat": within budget by an exact count, the latest unit sent or a justified
+error naming it, units whole, every gap marker's count exact, the first unit kept when it
+fits, old results cleared before any unit goes, and the chat messages a valid OpenAI and
+Anthropic request (by an independent check and by the SDKs' own request types).
 """
 
 from __future__ import annotations

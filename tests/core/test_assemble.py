@@ -611,7 +611,7 @@ _STRINGS = frozenset({"system", "question", "examples", "memory"})
 
 
 def _verdict(budget: Budget, sizes: Mapping[Claimant, int], slack: int) -> tuple[str, set[str]]:
-    """When a ContextBudgetError is justified, derived from the README's rules alone.
+    """When a ContextBudgetError is justified, derived from the rules of docs/budget.md alone.
 
     `sizes` are the claimants' whole-content costs (from an unconstrained assembly).
     Returns ("raise", claimants that may be named) when the rules force an error,
@@ -757,7 +757,8 @@ def test_prompt_is_within_budget_and_nothing_is_cut_or_lost(
     if isinstance(outcome, ContextBudgetError):
         event("raised")
         if verdict == "fit" and _sends_no_source(budget, tokenizer, request):
-            # README "How space is shared": sources found but none sent fails above a floor.
+            # docs/budget.md, "How space is shared": sources found but none sent fails above
+            # a floor.
             verdict, claimants = "raise", {"retrieved"}
         assert verdict != "fit", f"unjustified error: {outcome}"
         if verdict == "raise":

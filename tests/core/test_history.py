@@ -1,6 +1,6 @@
 """History trimming: the first turn, then the most recent that fit (core/ctxbudget/_history.py).
 
-README "How each claimant shrinks": keep the first turn (it carries the topic), then
+docs/budget.md, "How each claimant shrinks": keep the first turn (it carries the topic), then
 the most recent turns that fit; where turns are missing, insert a gap marker so the
 model knows. Turns are never cut, and the markers are counted in the budget. Without a
 question, the model continues the history, and its latest unit comes first: a floor.

@@ -4,7 +4,7 @@
 core/ctxbudget/_confusables.py) and what the neutralisers make of them
 (core/ctxbudget/_neutralise.py).
 
-README "Hostile content": the neutralisers match on a view in which every look-alike is
+docs/sources.md, "Hostile content": the neutralisers match on a view in which every look-alike is
 folded to the ASCII character it is read as. UTS #39 pairs only characters of the same
 shape, so Greek τ, Cyrillic т or Coptic ⲧ left ``Sysτem:`` a chat turn; the letter
 readings close that. Each match is rewritten inertly, and only the matched span: prose in

@@ -1,5 +1,6 @@
-"""The provider count as the final check (README "Counting other models"): each SDK's real
-client over a fake transport, asserted on the request it sent and on the report."""
+"""The provider count as the final check (docs/tokenizers.md, "The provider's own count as the
+final check"): each SDK's real client over a fake transport, asserted on the request it sent
+and on the report."""
 
 from __future__ import annotations
 

@@ -233,7 +233,8 @@ def test_deferred_report_dumps_and_compares_as_built_with_any_drops(
 
 
 def chat_report(**options: object) -> Report:
-    """The report of a tool-calling chat squeezed to 200 tokens (README "Agents and chat")."""
+    """The report of a tool-calling chat squeezed to 200 tokens (docs/agents.md, "Agents and
+    chat")."""
     history = [Turn(role="user", content="Find it.")]
     for k in range(4):
         history.append(Turn(role="assistant", content=f"search({k})", group=f"g{k}"))

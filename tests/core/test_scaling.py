@@ -1,4 +1,5 @@
-"""Work that grows with the text read, not with the candidates never reached (README "Speed").
+"""Work that grows with the text read, not with the candidates never reached (docs/speed.md,
+"Where the time goes").
 
 Step counts, not times: with 25 times the candidates, assembly tokenizes, neutralises and
 shingles exactly the same texts, never scans a chunk's bytes beyond its length, and builds

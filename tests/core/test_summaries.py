@@ -309,8 +309,8 @@ async def summarise_later(turns: Sequence[Turn]) -> str:
 
 
 async def two_passes(built: ContextAssembler, turns: list[Turn]) -> tuple[object, object]:
-    """README "Summaries": a first assembly asks for nothing it cannot get now, the spans it
-    reports are summarised asynchronously, and a second assembly puts the texts in."""
+    """docs/agents.md, "Summaries": a first assembly asks for nothing it cannot get now, the
+    spans it reports are summarised asynchronously, and a second assembly puts the texts in."""
     first = built.assemble(history=turns, summarize=lambda covered: None)
     pending = [s for s in first.report.summaries if s.outcome == "none"]
     texts = {

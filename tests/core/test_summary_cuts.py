@@ -264,7 +264,7 @@ async def summarise_later(turns: Sequence[Turn]) -> str:
 async def two_passes_by_run(
     built: ContextAssembler, turns: list[Turn]
 ) -> tuple[TrimmedHistory, TrimmedHistory]:
-    """README "Summaries": the runs the first pass reports are summarised, then put in."""
+    """docs/agents.md, "Summaries": the runs the first pass reports are summarised, then put in."""
     first = built.trim_history(turns, summarize=lambda covered: None)
     pending = [s for s in first.summaries if s.outcome == "none"]
     texts = {
@@ -278,7 +278,8 @@ async def two_passes_by_run(
 async def two_passes_by_ask(
     built: ContextAssembler, turns: list[Turn]
 ) -> tuple[TrimmedHistory, TrimmedHistory]:
-    """README "Summaries", with rolling summaries: what the first pass asked is summarised."""
+    """docs/agents.md, "Summaries", with rolling summaries: what the first pass asked is
+    summarised."""
     asked: list[tuple[Turn, ...]] = []
 
     def record(covered: Sequence[Turn]) -> None:

@@ -1,6 +1,6 @@
 """Random agent histories through `trim_history` and `ContextBudgetMiddleware`, checked on
-what reached a recording model by `tests/support/langchain_agent_oracle.py` (README "Agents
-and chat").
+what reached a recording model by `tests/support/langchain_agent_oracle.py` (docs/agents.md,
+"In LangChain").
 
 The histories: rounds of an optional system message, the user's message, zero to two AI
 steps each making one to three tool calls answered by `ToolMessage`s (sometimes a system
@@ -136,7 +136,7 @@ def summary_room(options: HistoryOptions, summarize: Any) -> int:
 
 
 def schema_tokens(schemas: Sequence[dict[str, Any]]) -> int:
-    """The tools' schemas as README "The result" says they count: each function's name,
+    """The tools' schemas as docs/results.md, "Tools" says they count: each function's name,
     description and parameters as compact JSON."""
     return sum(
         tokens(json.dumps(s["function"], separators=(",", ":"), sort_keys=True)) for s in schemas

@@ -48,7 +48,8 @@ def _received(model: RecordingChatModel) -> str:
 def _cited_chain(
     retriever: Runnable[str, list[Document]], ctx: ContextWithSources, model: RecordingChatModel
 ) -> Runnable[str, dict[str, Any]]:
-    """The README's chain: retrieve, budget with sources, answer, check."""
+    """The chain of docs/langchain.md, "Citations in the chain": retrieve, budget with
+    sources, answer, check."""
     found = {"question": RunnablePassthrough(), "found": retriever | ctx}
     flatten: Runnable[dict[str, Any], dict[str, Any]] = RunnableLambda(
         lambda x: {"question": x["question"], **x["found"]}

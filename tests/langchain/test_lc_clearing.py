@@ -2,7 +2,7 @@
 middleware in `create_agent`, the runnable's dict input and `trim_history`: a cleared
 `ToolMessage` keeps its class, id and ``tool_call_id`` and carries the core's placeholder;
 `HistoryOptions` (``keep_tool_results``, ``clear_at_least``, ``never_clear``) reach the core
-through the assembler, or ``options=`` for trim_history (README "Agents and chat")."""
+through the assembler, or ``options=`` for trim_history (docs/agents.md, "Agents and chat")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""trim_history on LangChain messages (README "Agents and chat"): the latest message always,
+"""trim_history on LangChain messages (docs/agents.md, "In LangChain"): the latest message always,
 the first human turn, whole tool-call groups, exact gap markers, system messages first,
 valid requests, and what `trim_messages` also accepts as input."""
 

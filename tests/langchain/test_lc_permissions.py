@@ -2,7 +2,7 @@
 
 Every ACL-looking key is mapped (then enforced) or refused, whatever else is set; a
 property checks it over random metadata shapes and principals through real chains,
-against an oracle written here from the documented name grammar (README "Inputs").
+against an oracle written here from the documented name grammar (docs/inputs.md, "Inputs").
 """
 
 from __future__ import annotations

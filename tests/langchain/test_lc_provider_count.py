@@ -1,5 +1,5 @@
-"""The provider's own count through the LangChain adapter (README "LangChain", "The
-provider's own count as the final check"): the real Anthropic client over a fake
+"""The provider's own count through the LangChain adapter (docs/langchain.md, "A
+provider count in the chain"): the real Anthropic client over a fake
 count_tokens endpoint, checked on what reached a recording model by that endpoint's own
 count function applied to the request LangChain's Anthropic integration would send."""
 

@@ -1,4 +1,4 @@
-"""The dict input's history through `ContextBudgetRunnable` into a recording model (README
+"""The dict input's history through `ContextBudgetRunnable` into a recording model (docs/agents.md,
 "Agents and chat"): without a question the history continues and its latest message is
 always sent, or `ContextBudgetError` names it; gap markers count the messages left out;
 system messages from the history join the prefix, so the request stays valid."""

@@ -1,8 +1,8 @@
 """Summaries in place of gap markers (``summarize=``): a chat model or a function, through
 the middleware, the runnable's dict input and `trim_history`; sync paths through the core's
 summariser, async paths by the core's two passes with the model's ``ainvoke``; the cache
-over a growing conversation; fallbacks to the gap marker, reported (README "Agents and
-chat")."""
+over a growing conversation; fallbacks to the gap marker, reported (docs/agents.md,
+"In LangChain")."""
 
 from __future__ import annotations
 

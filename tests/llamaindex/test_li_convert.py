@@ -309,9 +309,9 @@ def test_to_chunk_value_of_the_wrong_shape_names_the_key(key: str, value: object
 
 # --- property: forbidden text never reaches the LLM, whatever shape the ACL metadata has ------
 #
-# The oracle below is written from the README's rule, not from the library: which keys look
-# like access rules (the name grammar, spelt here by construction), how values are read,
-# when an error is justified, and what a principal may see.
+# The oracle below is written from the rule of docs/inputs.md, "Inputs", not from the
+# library: which keys look like access rules (the name grammar, spelt here by construction),
+# how values are read, when an error is justified, and what a principal may see.
 
 _PLAIN_KEYS = ["owner", "author", "users", "source", "category", "page_label"]
 _NAMES = ["acme", "globex", "staff", "board"]

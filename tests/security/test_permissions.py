@@ -1,5 +1,5 @@
 """Forbidden text never leaves the assembler: not in the prompt, messages, sources, report,
-log records or exception messages (README "Retrieved sources", Permit).
+log records or exception messages (docs/sources.md, "Permit").
 
 Every chunk carries a unique canary string in every text field; for each chunk the
 principal may not see, its canary must appear nowhere the caller or a log can read.

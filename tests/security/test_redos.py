@@ -1,6 +1,7 @@
 # Look-alike characters are part of the hostile shapes.
 # ruff: noqa: RUF001
-"""Every pass over untrusted text is linear in its length (README "Hostile content").
+"""Every pass over untrusted text is linear in its length (docs/sources.md,
+"Hostile content").
 
 Each hostile shape — long runs of whitespace, openers, repeated prefixes of each
 pattern, dense look-alikes — is timed twice: against ordinary text of the same size

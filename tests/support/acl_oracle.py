@@ -1,4 +1,4 @@
-"""One oracle for access rules in metadata, written from the README's rule ("Inputs"), not
+"""One oracle for access rules in metadata, written from the rule of docs/inputs.md, "Inputs", not
 from the library: which keys look like access rules, how their values read, when metadata
 cannot be enforced as written, and what a principal may see. Both adapters' property
 tests judge what reached the model by it."""

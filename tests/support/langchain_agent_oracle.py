@@ -1,5 +1,5 @@
 """What a provider accepts and what a trimmed history must show, written here from the
-README ("Agents and chat") and the providers' rules, not from the adapter's code.
+docs/agents.md, "In LangChain", and the providers' rules, not from the adapter's code.
 
 - OpenAI: the messages as langchain-core converts them for OpenAI
   (`convert_to_openai_messages`), validated by the SDK's request type; every assistant

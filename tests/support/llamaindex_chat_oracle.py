@@ -1,5 +1,5 @@
-"""What a budgeted LlamaIndex history must look like, written here from the README ("Agents
-and chat", "LlamaIndex") and the providers' rules, not from the adapter's code.
+"""What a budgeted LlamaIndex history must look like, written here from docs/agents.md, "In
+LlamaIndex" and the providers' rules, not from the adapter's code.
 
 - Sent: the stored messages from the first user message on (system messages before it
   too), in order, each matched to the stored message it is by a tag word in its text, or
@@ -10,10 +10,10 @@ and chat", "LlamaIndex") and the providers' rules, not from the adapter's code.
 - Valid: the first message that is not a system message is the user's; every tool result
   follows the assistant message whose call it answers, with only results between them,
   and every call of a sent assistant message is answered right after it.
-- Size: the history rendered as ctxbudget's conversation section (README "History on its
-  own"): framed, a line ``Label: text`` per message, a marker or summary as its own line;
+- Size: the history rendered as ctxbudget's conversation section (docs/results.md, "History
+  on its own"): framed, a line ``Label: text`` per message, a marker or summary as its own line;
   a message's text is its texts, each tool call as ``name(arguments)``, then its ids and
-  name, one per line (README "What a message costs"), a cleared result its placeholder.
+  name, one per line (docs/langchain.md, "What a message costs"), a cleared result its placeholder.
   Counted with tiktoken's encoding itself.
 """
 

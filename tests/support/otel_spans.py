@@ -38,7 +38,7 @@ def recorded_spans() -> Iterator[InMemorySpanExporter]:
 
 @contextmanager
 def tracer_provider_restored() -> Iterator[None]:
-    """Whatever sets the global tracer provider inside the block (a README example) is
+    """Whatever sets the global tracer provider inside the block (an example of the docs) is
     undone after it, so the rest of the suite runs with no provider. The block gets a fresh
     set-once guard: setting a provider flips the guard in place, so a block that reused the
     saved one would leave the next block unable to set its own."""

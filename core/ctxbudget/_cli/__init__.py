@@ -1,4 +1,5 @@
-"""The `ctxbudget` command: `demo`, `inspect`, `count`, `eval` (README "Command line").
+"""The `ctxbudget` command: `demo`, `inspect`, `count`, `eval` (docs/cli.md,
+"Command line").
 
 Commands are registered in one table, `app.COMMANDS`; each lives in its own module
 with `add_arguments` and `run` (`eval` is the harness's own parser, `ctxbudget.eval`).

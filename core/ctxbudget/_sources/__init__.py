@@ -1,4 +1,5 @@
-"""The retrieved-source pipeline, one module per step (README "Retrieved sources").
+"""The retrieved-source pipeline, one module per step (docs/sources.md,
+"Retrieved sources").
 
     permit → relevance → dedup → select → escalate → arrange → render → fence
 

@@ -1,6 +1,6 @@
 """Rank: best first by rerank score, then retriever score, then the order given.
 
-What is kept is decided by rank (README "Retrieved sources"); `arrange` only decides where
+What is kept is decided by rank (docs/sources.md, "Select"); `arrange` only decides where
 it stands. Ranking sorts positions, not chunks, in C: what is known of each chunk by
 position (its id, read once in the order given) follows without reading it again.
 """

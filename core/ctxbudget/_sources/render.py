@@ -44,8 +44,8 @@ class RenderOptions:
 @functools.lru_cache(maxsize=4_096)
 def _clean(text: str, fmt: SourceFormat) -> str:
     # Header fields come from the documents too: one line, no structure look-alikes, and
-    # in markdown none of the annotations `header` adds after them (README, "Hostile
-    # content"). XML attributes are quoted: a field cannot spell another attribute.
+    # in markdown none of the annotations `header` adds after them (docs/sources.md,
+    # "Hostile content"). XML attributes are quoted: a field cannot spell another attribute.
     line = _SPACES.sub(" ", text).strip()
     return neutralise_field(line) if fmt == "markdown" else neutralise(line, fmt=fmt)
 

@@ -1,8 +1,9 @@
 """A chunk's size in tokens bounded from its raw text, before it is neutralised or tokenized.
 
 Selection walks candidates in rank order and must rule out one that cannot fit without
-reading it closely (README "Speed"). Three numbers do that, cheapest first, each from the
-chunk's raw text and the longest token of the tokenizer (`per_token`, UTF-8 bytes):
+reading it closely (docs/speed.md, "Where the time goes"). Three numbers do that,
+cheapest first, each from the chunk's raw text and the longest token of the tokenizer
+(`per_token`, UTF-8 bytes):
 `ceiling` ≥ `bound` ≥ `floor`, and `bound` is a lower bound on what the neutralised
 (and datamarked) text costs. `_pack.Packer` reads `ceiling` first (while it fits, nothing
 else is computed), then `floor` (when it alone is over, the chunk is oversize), then

@@ -3,7 +3,8 @@
 Four experiments — position sensitivity, the k knee, metadata ablation and a
 context-size regression check — with any ``prompt -> answer`` function as the model.
 Every result reports n, the noise floor (one case = 1/n) and a bootstrap 95% interval
-per cell, so nobody reads noise as a trend. See the README, "Measuring on your own stack".
+per cell, so nobody reads noise as a trend. See docs/eval.md, "Measuring on
+your own stack".
 
 Nothing here is imported by ``import ctxbudget``; rich (tables, progress) and
 matplotlib (plots) are imported only when used: ``pip install 'ctxbudget[eval]'``.

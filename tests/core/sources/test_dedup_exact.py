@@ -9,7 +9,8 @@ is compared with, call by call, by the identity of the chunk returned: over rand
 adversarial sets (near-copies, a template shared by every chunk, sub-windows, shuffled
 sentences, tiny and empty texts, equal copies, odd embeddings), thresholds off or moved,
 and every call pattern the packer and escalation make. The mutation tests show that the
-comparison catches a bound that is one off.
+comparison catches a bound that is one off. Verdicts are remembered per candidate: a
+reused Deduplicator decides as a fresh one.
 """
 
 from __future__ import annotations
@@ -726,3 +727,19 @@ def test_assemble_with_index_equals_assemble_with_pairwise_reference(
     assert got.report.dropped == want.report.dropped
     assert len(got.sources) > dedup_module._PAIRWISE
     assert any(d.reason == "duplicate" for d in got.report.dropped)
+
+
+words = st.lists(st.sampled_from(["refund", "order", "days", "policy", "the", "item"]), max_size=12)
+
+
+@given(texts=st.lists(words.map(" ".join), min_size=1, max_size=8))
+def test_remembered_verdicts_equal_fresh_ones(texts: list[str]) -> None:
+    chunks = [Chunk(id=f"c{i}", content=t or "x") for i, t in enumerate(texts)]
+    settings = Dedup(jaccard=0.5, containment=0.9)
+    reused = Deduplicator(settings)
+    for _ in range(2):  # the second pass is answered from memory
+        for index, candidate in enumerate(chunks):
+            kept = chunks[:index]
+            assert reused.duplicates(candidate, kept) is Deduplicator(settings).duplicates(
+                candidate, kept
+            )

@@ -1,6 +1,6 @@
 """Conflict policies and effective dates (core/ctxbudget/_sources/conflicts.py).
 
-README "Retrieved sources" (Render): effective dates appear when sources in the context disagree in
+docs/sources.md, "Render": effective dates appear when sources in the context disagree in
 date and a conflict policy (prefer-newer, surface-both, abstain) needs them.
 """
 

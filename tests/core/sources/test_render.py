@@ -2,10 +2,10 @@
 # ruff: noqa: RUF001
 """Source headers and blocks as the model reads them (core/ctxbudget/_sources/render.py).
 
-README "Retrieved sources" (Render): every source numbered [n]; the header carries
+docs/sources.md, "Render": every source numbered [n]; the header carries
 title, heading path, a freshness note only when stale and a parse warning only when
-present; never scores, the source system, ordinals or other metadata. README "Hostile
-content": no field can forge structure, the header's own annotations included.
+present; never scores, the source system, ordinals or other metadata. docs/sources.md,
+"Hostile content": no field can forge structure, the header's own annotations included.
 """
 
 from __future__ import annotations
