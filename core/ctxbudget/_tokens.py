@@ -119,12 +119,18 @@ class CountMethod:
 def count_method_of(tokenizer: Tokenizer) -> CountMethod:
     """How `tokenizer` counts. A tokenizer that does not say (`LabelledTokenizer`) is
     ``user:<name>`` and not exact: ctxbudget cannot vouch for a count it did not make."""
-    if not isinstance(tokenizer, LabelledTokenizer):
+    return _method_of(tokenizer, tokenizer if isinstance(tokenizer, LabelledTokenizer) else None)
+
+
+def _method_of(tokenizer: Tokenizer, labelled: LabelledTokenizer | None) -> CountMethod:
+    """`count_method_of(tokenizer)`, given `tokenizer` as a `LabelledTokenizer` (None when
+    it is not one)."""
+    if labelled is None:
         return CountMethod(f"user:{tokenizer.name}", exact=False, margin=None)
-    margin = getattr(tokenizer, "margin", None)
+    margin = getattr(labelled, "margin", None)
     return CountMethod(
-        tokenizer.method,
-        exact=tokenizer.exact,
+        labelled.method,
+        exact=labelled.exact,
         margin=margin if isinstance(margin, float) else None,
     )
 
@@ -586,12 +592,20 @@ class TokenCounter:
             else None
         )
         self._verify = _verify_joins_requested()
+        # Checked once: every request's report reads `count_method`.
+        self._labelled = tokenizer if isinstance(tokenizer, LabelledTokenizer) else None
         self.calls = 0
         """How many texts were actually tokenized (cache misses); for tests and benchmarks."""
 
     @property
     def tokenizer(self) -> Tokenizer:
         return self._tokenizer
+
+    @property
+    def count_method(self) -> CountMethod:
+        """`count_method_of(self.tokenizer)`, its check against the runtime-checkable
+        protocol (which costs more than the rest) made once per counter."""
+        return _method_of(self._tokenizer, self._labelled)
 
     @property
     def maxsize(self) -> int:
