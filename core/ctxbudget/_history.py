@@ -20,7 +20,7 @@ import inspect
 import itertools
 import logging
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -688,11 +688,12 @@ class HistoryClaim(ListClaim[Unit]):
                 out.append(Dropped._unvalidated("history", "turn", key, why, size))
         # Often most of a long history is never looked at: its records are built in runs.
         unreached = [turn for unit in fit.unreached for turn in unit.turns]
-        runs = (
-            itertools.groupby(unreached, key=lambda turn: turn[0] in summarized)
-            if summarized
-            else [(False, unreached)] if unreached else []
-        )
+        if not summarized:
+            runs: Iterable[tuple[bool, Iterable[Indexed]]] = (
+                [(False, unreached)] if unreached else []
+            )
+        else:
+            runs = itertools.groupby(unreached, key=lambda turn: turn[0] in summarized)
         for covered, run in runs:
             ids = list(map(_turn_key, run))
             out.append(DropRun("history", "turn", "summarized" if covered else "over_budget", ids))
