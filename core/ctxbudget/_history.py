@@ -686,7 +686,7 @@ class HistoryClaim(ListClaim[Unit]):
                 size = None if tokens is None else self._line_cost(index, False)
                 key = _turn_key((index, turn))
                 out.append(Dropped._unvalidated("history", "turn", key, why, size))
-        # Often most of a long history is never looked at: its records are built in runs.
+        # Often most of a long history is never looked at: its records wait in runs until read.
         unreached = [turn for unit in fit.unreached for turn in unit.turns]
         if not summarized:
             runs: Iterable[tuple[bool, Iterable[Indexed]]] = (

@@ -592,8 +592,6 @@ class TokenCounter:
             else None
         )
         self._verify = _verify_joins_requested()
-        # Checked once: every request's report reads `count_method`.
-        self._labelled = tokenizer if isinstance(tokenizer, LabelledTokenizer) else None
         self.calls = 0
         """How many texts were actually tokenized (cache misses); for tests and benchmarks."""
 
@@ -606,6 +604,13 @@ class TokenCounter:
         """`count_method_of(self.tokenizer)`, its check against the runtime-checkable
         protocol (which costs more than the rest) made once per counter."""
         return _method_of(self._tokenizer, self._labelled)
+
+    @functools.cached_property
+    def _labelled(self) -> LabelledTokenizer | None:
+        """The tokenizer as a `LabelledTokenizer`, None when it is not one; checked on first
+        use (every report asks, a counter that makes none never does)."""
+        tokenizer = self._tokenizer
+        return tokenizer if isinstance(tokenizer, LabelledTokenizer) else None
 
     @property
     def maxsize(self) -> int:
