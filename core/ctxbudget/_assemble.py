@@ -48,7 +48,6 @@ from ctxbudget._textcache import ShingleCache, TextCache, shingle_cache
 from ctxbudget._tokens import (
     TokenCounter,
     Tokenizer,
-    count_method_of,
     get_tokenizer,
     tokenizer_of,
 )
@@ -412,7 +411,7 @@ class ContextAssembler:
         tail = SECTION_SEPARATOR.join(sections[n] for n in TAIL if sections.get(n))
 
         squeezed = allocated.squeezed.get("retrieved", False)
-        method = count_method_of(self.counter.tokenizer) if final is None else final.method
+        method = self.counter.count_method if final is None else final.method
         total = rendered.total if final is None else final.total
         report = Report(
             budget=self.budget.available,

@@ -20,7 +20,7 @@ import inspect
 import itertools
 import logging
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -33,7 +33,7 @@ from ctxbudget._joins import Piece
 from ctxbudget._layout import FRAMES, ROLE_LABELS
 from ctxbudget._neutralise import neutralise_section
 from ctxbudget._pack import Fit
-from ctxbudget._report import Dropped, DropReason, SummaryOutcome, SummarySpan
+from ctxbudget._report import Dropped, DropReason, DropRun, SummaryOutcome, SummarySpan, records
 from ctxbudget._text import check_text
 from ctxbudget._tokens import TokenCounter
 
@@ -673,21 +673,30 @@ class HistoryClaim(ListClaim[Unit]):
     def drops(self, fit: Fit[Unit]) -> list[Dropped]:
         """A record per left-out turn, in the order the walk left their units out; a turn a
         summary stands in for is "summarized"."""
+        return records(self.drop_runs(fit))
+
+    def drop_runs(self, fit: Fit[Unit]) -> list[Dropped | DropRun]:
+        """`drops(fit)`, with the turns never looked at as runs of records not built yet: a
+        long history's report builds them only if it is read."""
         summarized = self._summarized(fit)
-        out: list[Dropped] = []
+        out: list[Dropped | DropRun] = []
         for unit, reason, tokens in fit.dropped:
             for index, turn in unit.turns:
                 why: DropReason = "summarized" if index in summarized else reason
                 size = None if tokens is None else self._line_cost(index, False)
                 key = _turn_key((index, turn))
                 out.append(Dropped._unvalidated("history", "turn", key, why, size))
-        # Often most of a long history is never looked at: its records are built in runs.
+        # Often most of a long history is never looked at: its records wait in runs until read.
         unreached = [turn for unit in fit.unreached for turn in unit.turns]
         if not summarized:
-            return out + Dropped._many("history", "turn", map(_turn_key, unreached), "over_budget")
-        for covered, run in itertools.groupby(unreached, key=lambda turn: turn[0] in summarized):
-            why = "summarized" if covered else "over_budget"
-            out += Dropped._many("history", "turn", map(_turn_key, run), why)
+            runs: Iterable[tuple[bool, Iterable[Indexed]]] = (
+                [(False, unreached)] if unreached else []
+            )
+        else:
+            runs = itertools.groupby(unreached, key=lambda turn: turn[0] in summarized)
+        for covered, run in runs:
+            ids = list(map(_turn_key, run))
+            out.append(DropRun("history", "turn", "summarized" if covered else "over_budget", ids))
         return out
 
     def _summarized(self, fit: Fit[Unit]) -> set[int]:

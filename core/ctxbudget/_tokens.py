@@ -119,12 +119,18 @@ class CountMethod:
 def count_method_of(tokenizer: Tokenizer) -> CountMethod:
     """How `tokenizer` counts. A tokenizer that does not say (`LabelledTokenizer`) is
     ``user:<name>`` and not exact: ctxbudget cannot vouch for a count it did not make."""
-    if not isinstance(tokenizer, LabelledTokenizer):
+    return _method_of(tokenizer, tokenizer if isinstance(tokenizer, LabelledTokenizer) else None)
+
+
+def _method_of(tokenizer: Tokenizer, labelled: LabelledTokenizer | None) -> CountMethod:
+    """`count_method_of(tokenizer)`, given `tokenizer` as a `LabelledTokenizer` (None when
+    it is not one)."""
+    if labelled is None:
         return CountMethod(f"user:{tokenizer.name}", exact=False, margin=None)
-    margin = getattr(tokenizer, "margin", None)
+    margin = getattr(labelled, "margin", None)
     return CountMethod(
-        tokenizer.method,
-        exact=tokenizer.exact,
+        labelled.method,
+        exact=labelled.exact,
         margin=margin if isinstance(margin, float) else None,
     )
 
@@ -593,6 +599,19 @@ class TokenCounter:
     @property
     def tokenizer(self) -> Tokenizer:
         return self._tokenizer
+
+    @property
+    def count_method(self) -> CountMethod:
+        """`count_method_of(self.tokenizer)`, its check against the runtime-checkable
+        protocol (which costs more than the rest) made once per counter."""
+        return _method_of(self._tokenizer, self._labelled)
+
+    @functools.cached_property
+    def _labelled(self) -> LabelledTokenizer | None:
+        """The tokenizer as a `LabelledTokenizer`, None when it is not one; checked on first
+        use (every report asks, a counter that makes none never does)."""
+        tokenizer = self._tokenizer
+        return tokenizer if isinstance(tokenizer, LabelledTokenizer) else None
 
     @property
     def maxsize(self) -> int:

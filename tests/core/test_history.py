@@ -37,11 +37,13 @@ from ctxbudget import (
 )
 from ctxbudget._history import ROLE_LABELS, gap_marker
 from ctxbudget._inputs import Role
+from ctxbudget._report import DropRun
 from tests.support.factories import budget_for, chunks, recorded
 from tests.support.tokenizers import fake_count
 
 # The conftest fake tokenizer, for property tests (hypothesis rejects function-scoped fixtures).
 FAKE = CallableTokenizer(fake_count, name="fake-words")
+_get = object.__getattribute__  # the report's fields as held, deferred records unbuilt
 MARKER = re.compile(r"^\[… (\d+) messages? omitted …\]$")
 
 
@@ -197,6 +199,20 @@ def test_history_dropped_turns_are_reported_over_budget(
         ("history", "turn", "history[2]", "over_budget"),
         ("history", "turn", "history[3]", "over_budget"),
     }
+
+
+def test_history_turns_never_looked_at_are_reported_in_order_from_a_deferred_run(
+    fake_tokenizer: CallableTokenizer,
+) -> None:
+    # 38 tokens hold the first turn, a marker and the latest two: the walk stops at m17
+    # (the newest that does not fit) and never looks at m16..m1.
+    result = assemble(fake_tokenizer, budget_for("history", 38), short_turns(20))
+    held = _get(result.report, "__dict__")["dropped"]
+    assert any(isinstance(drop, DropRun) for drop in held.drops)
+    assert [(d.id, d.reason, d.tokens) for d in result.report.dropped] == [
+        ("history[17]", "over_budget", 4),
+        *((f"history[{i}]", "over_budget", None) for i in range(16, 0, -1)),
+    ]
 
 
 def test_history_dropped_turn_reported_by_its_id(fake_tokenizer: CallableTokenizer) -> None:

@@ -432,6 +432,22 @@ def test_count_method_of_users_own_tokenizer_is_user_and_inexact() -> None:
     assert count_method_of(_Plain()) == CountMethod("user:mine", exact=False, margin=None)
 
 
+@pytest.mark.parametrize(
+    "tokenizer",
+    [
+        get_tokenizer("o200k_base"),
+        get_tokenizer("claude-3-5-sonnet"),
+        CallableTokenizer(len, name="api", exact=True),
+        _Plain(),
+    ],
+    ids=["tiktoken", "estimate", "callable", "user"],
+)
+def test_counter_count_method_is_count_method_of_its_tokenizer(tokenizer: Tokenizer) -> None:
+    counter = TokenCounter(tokenizer)
+    assert counter.count_method == count_method_of(tokenizer)
+    assert counter.count_method == count_method_of(tokenizer)  # the check remembered
+
+
 # TokenCounter
 
 

@@ -23,6 +23,8 @@ from ctxbudget import (
 from ctxbudget._normalised import is_blank
 from ctxbudget._report import DropRun, records
 from ctxbudget._sources.relevance import (
+    _any_blank,
+    _blank,
     _opens_visibly,
     _opens_visibly_by_index,
     relevance,
@@ -90,6 +92,12 @@ def test_opens_visibly_agrees_with_its_plain_form_and_is_never_blank(text: str) 
     assert shortcut == _opens_visibly_by_index(text)
     if shortcut:
         assert not is_blank(text)
+
+
+@given(contents=st.lists(texts.filter(bool), max_size=4))
+def test_any_blank_agrees_with_blank_on_each_text(contents: list[str]) -> None:
+    chunks = [Chunk(id=str(i), content=text) for i, text in enumerate(contents)]
+    assert _any_blank(chunks) == any(_blank(text) for text in contents)
 
 
 def straightforward(
