@@ -7,6 +7,7 @@ numbered and fenced sources, a cache-friendly layout, and a report of every deci
 
 import logging as _logging
 from importlib import metadata as _metadata
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
@@ -15,11 +16,12 @@ from ctxbudget._cache_monitor import CacheMonitor, CacheUsage, cache_usage
 from ctxbudget._citations import CitationCheck, check_numbered
 from ctxbudget._claimants import CLAIMANTS, Claimant
 from ctxbudget._conversation import HistoryOptions
+from ctxbudget._deprecated import module_getattr as _module_getattr
 from ctxbudget._errors import (
-    BudgetError,
     ContextBudgetError,
     CtxBudgetError,
     InputError,
+    InvalidBudgetError,
     TokenizerError,
     VocabularyError,
 )
@@ -119,6 +121,14 @@ __version__ = _metadata.version("ctxbudget")
 # A library's records reach the application's handlers, never stderr on their own.
 _logging.getLogger("ctxbudget").addHandler(_logging.NullHandler())
 
+# Old names for one release (CHANGELOG.md): each warns and returns what replaced it. Hidden
+# from type checkers, which then flag the old names and still catch a misspelt one.
+_RENAMED: dict[str, tuple[str, object]] = {
+    "BudgetError": ("ctxbudget.InvalidBudgetError", InvalidBudgetError),
+}
+if not _TYPE_CHECKING:
+    __getattr__ = _module_getattr(__name__, _RENAMED)
+
 __all__ = [
     "ACCESS_KEY",
     "CLAIMANTS",
@@ -144,7 +154,6 @@ __all__ = [
     "BedrockPrompt",
     "BedrockTool",
     "Budget",
-    "BudgetError",
     "CacheMonitor",
     "CacheUsage",
     "CallableTokenizer",
@@ -174,6 +183,7 @@ __all__ = [
     "HuggingFaceTokenizer",
     "IngestBatch",
     "InputError",
+    "InvalidBudgetError",
     "Matches",
     "Message",
     "MessageStyle",
