@@ -100,7 +100,7 @@ from ctxbudget._sources.fenced import (
 from ctxbudget._sources.permit import AccessPolicy, permitted
 from ctxbudget._sources.pipeline import SourceOptions
 from ctxbudget._sources.render import HeaderCache
-from ctxbudget._standalone import FenceMode, Selection, TrimmedHistory, select_sources, trim_turns
+from ctxbudget._standalone import FenceMode, Selection, TrimmedHistory, select_sources, trim_history
 from ctxbudget._textcache import ShingleCache, TextCache
 from ctxbudget._tokens import (
     CallableTokenizer,
@@ -125,6 +125,7 @@ _logging.getLogger("ctxbudget").addHandler(_logging.NullHandler())
 # from type checkers, which then flag the old names and still catch a misspelt one.
 _RENAMED: dict[str, tuple[str, object]] = {
     "BudgetError": ("ctxbudget.InvalidBudgetError", InvalidBudgetError),
+    "trim_turns": ("ctxbudget.trim_history", trim_history),
 }
 if not _TYPE_CHECKING:
     __getattr__ = _module_getattr(__name__, _RENAMED)
@@ -251,5 +252,5 @@ __all__ = [
     "span_attributes",
     "tokenizer_from_file",
     "traced",
-    "trim_turns",
+    "trim_history",
 ]

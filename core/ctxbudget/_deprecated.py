@@ -5,10 +5,15 @@ Every rename is listed in CHANGELOG.md; the old names leave in the release after
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Mapping
+from typing import ParamSpec, TypeVar
 
-__all__ = ["module_getattr", "warn_renamed"]
+__all__ = ["module_getattr", "renamed_keyword", "warn_renamed"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def warn_renamed(old: str, new: str, *, stacklevel: int = 3) -> None:
@@ -34,3 +39,23 @@ def module_getattr(
         return value
 
     return attribute
+
+
+def renamed_keyword(
+    function: str, old: str, new: str
+) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A decorator: the keyword `old` of `function` still works, warning, as `new`."""
+
+    def decorate(wrapped: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(wrapped)
+        def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            if old in kwargs:
+                if new in kwargs:
+                    raise TypeError(f"{function}() got both {new}= and its old name {old}=")
+                warn_renamed(f"{function}({old}=...)", f"{new}=")
+                kwargs[new] = kwargs.pop(old)
+            return wrapped(*args, **kwargs)
+
+        return call
+
+    return decorate

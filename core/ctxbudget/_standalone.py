@@ -1,4 +1,4 @@
-"""One part of a prompt on its own: `select_sources` and `trim_turns`, side by side.
+"""One part of a prompt on its own: `select_sources` and `trim_history`, side by side.
 
 Each runs one claimant of `ContextAssembler` (README "Retrieved sources on their own", "How
 each claimant shrinks") through the assembler's own engine (`_exact.settle`: allocation, the
@@ -38,7 +38,7 @@ __all__ = [
     "history_options",
     "select_sources",
     "select_with",
-    "trim_turns",
+    "trim_history",
     "trim_with",
 ]
 
@@ -204,8 +204,8 @@ class TrimmedHistory(BaseModel):
     )
 
 
-@traced_entry("ctxbudget.trim_turns")
-def trim_turns(
+@traced_entry("ctxbudget.trim_history")
+def trim_history(
     turns: Sequence[Turn],
     *,
     max_tokens: int,
@@ -255,7 +255,7 @@ def trim_with(
     summaries: SummaryCache,
     summarize: Summarize | None = None,
 ) -> TrimmedHistory:
-    """`trim_turns` with a given counter and summary cache (the assembler's, which outlive a
+    """`trim_history` with a given counter and summary cache (the assembler's, which outlive a
     call); `summarize` overrides `options.summarize` for this call."""
     turns = sequence_of("turns", turns, Turn)
     max_tokens = check_int("max_tokens", max_tokens)

@@ -9,6 +9,7 @@ import ctxbudget
 # old top-level name -> (new public path, the new object)
 RENAMED = {
     "BudgetError": ("ctxbudget.InvalidBudgetError", ctxbudget.InvalidBudgetError),
+    "trim_turns": ("ctxbudget.trim_history", ctxbudget.trim_history),
 }
 
 
