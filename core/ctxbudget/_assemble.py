@@ -313,7 +313,7 @@ class ContextAssembler:
             max_tokens=max_tokens,
             min_tokens=min_tokens,
             principal=principal,
-            options=self.sources,
+            sources=self.sources,
             now=now,
             fence=fence,
         )
@@ -341,7 +341,7 @@ class ContextAssembler:
             turns,
             max_tokens=max_tokens,
             min_tokens=min_tokens,
-            options=self.history,
+            history=self.history,
             summaries=self._summaries,
             summarize=summarize,
         )

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ctxbudget._arguments import check_int, check_optional, check_type
 from ctxbudget._budget import Allocation
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
+from ctxbudget._deprecated import renamed_keyword
 from ctxbudget._errors import InputError
 from ctxbudget._exact import settle
 from ctxbudget._history import HistoryClaim
@@ -86,6 +87,7 @@ class Selection(DeferredDropped, BaseModel):
         return tuple(self.frame.wrap([s.text]) for s in self.sources)
 
 
+@renamed_keyword("select_sources", "options", "sources")
 @traced_entry("ctxbudget.select_sources")
 def select_sources(
     chunks: Sequence[Chunk],
@@ -94,7 +96,7 @@ def select_sources(
     tokenizer: str | Tokenizer,
     min_tokens: int = 0,
     principal: Principal | None = None,
-    options: SourceOptions | None = None,
+    sources: SourceOptions | None = None,
     now: datetime | None = None,
     fence: FenceMode = "block",
 ) -> Selection:
@@ -112,14 +114,14 @@ def select_sources(
         fence: "per_source" puts each source in a fence of its own (`framed_sources`), for
             a framework that passes sources on separately; the budget counts every fence.
     """
-    options = source_options("options", options)
+    sources = source_options("sources", sources)
     return select_with(
         TokenCounter(tokenizer_of(tokenizer)),
         chunks,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
         principal=principal,
-        options=options,
+        sources=sources,
         now=now,
         fence=fence,
     )
@@ -132,7 +134,7 @@ def select_with(
     max_tokens: int,
     min_tokens: int,
     principal: Principal | None,
-    options: SourceOptions,
+    sources: SourceOptions,
     now: datetime | None,
     fence: FenceMode = "block",
 ) -> Selection:
@@ -146,8 +148,8 @@ def select_with(
     claim, ruled_out = retrieved_claim(
         allocation,
         check_chunks(chunks),
-        principal=check_principal(principal, options.access),
-        options=options,
+        principal=check_principal(principal, sources.access),
+        options=sources,
         counter=counter,
         now=now,
         per_source=fence == "per_source",
@@ -204,6 +206,7 @@ class TrimmedHistory(BaseModel):
     )
 
 
+@renamed_keyword("trim_history", "options", "history")
 @traced_entry("ctxbudget.trim_history")
 def trim_history(
     turns: Sequence[Turn],
@@ -211,23 +214,23 @@ def trim_history(
     max_tokens: int,
     tokenizer: str | Tokenizer,
     min_tokens: int = 0,
-    options: HistoryOptions | None = None,
+    history: HistoryOptions | None = None,
 ) -> TrimmedHistory:
     """Keep the latest unit, the first and the most recent units that fit in `max_tokens`,
-    counted exactly; old tool results are cleared before whole units go (`options`).
+    counted exactly; old tool results are cleared before whole units go (`history`).
 
     Raises `ContextBudgetError` when the latest unit alone does not fit. No summary outlives
     the call, so a summarised run ends where the fewest turns are left out (`summary_headroom`
     pays only in a session); for repeated calls prefer `ContextAssembler.trim_history`, which
     keeps token counts and summaries cached across requests.
     """
-    options = history_options("options", options)
+    history = history_options("history", history)
     return trim_with(
         TokenCounter(tokenizer_of(tokenizer)),
         turns,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
-        options=options.model_copy(update={"summary_headroom": 0}),
+        history=history.model_copy(update={"summary_headroom": 0}),
         summaries=SummaryCache(),
     )
 
@@ -251,12 +254,12 @@ def trim_with(
     *,
     max_tokens: int,
     min_tokens: int,
-    options: HistoryOptions,
+    history: HistoryOptions,
     summaries: SummaryCache,
     summarize: Summarize | None = None,
 ) -> TrimmedHistory:
     """`trim_history` with a given counter and summary cache (the assembler's, which outlive a
-    call); `summarize` overrides `options.summarize` for this call."""
+    call); `summarize` overrides `history.summarize` for this call."""
     turns = sequence_of("turns", turns, Turn)
     max_tokens = check_int("max_tokens", max_tokens)
     max_tokens, min_tokens = check_token_range(max_tokens, check_int("min_tokens", min_tokens))
@@ -265,7 +268,7 @@ def trim_with(
         allocation,
         turns,
         counter=counter,
-        options=options,
+        options=history,
         summarize=summarize,
         summaries=summaries,
     )

@@ -285,7 +285,7 @@ def test_agent_history_is_budgeted_whole_and_valid(
     turns: list[Turn], max_tokens: int, options: HistoryOptions
 ) -> None:
     try:
-        trimmed = trim_history(turns, max_tokens=max_tokens, tokenizer=O200K, options=options)
+        trimmed = trim_history(turns, max_tokens=max_tokens, tokenizer=O200K, history=options)
     except ContextBudgetError as error:
         event("latest unit does not fit")
         check_unfit(turns, error, max_tokens, options)

@@ -106,10 +106,10 @@ ENTRY_POINTS: dict[str, tuple[str, str, Callable[[object], object], bool]] = {
         lambda v: select_sources(CHUNKS, max_tokens=500, tokenizer=v),  # type: ignore[arg-type]
         False,
     ),
-    "select_sources(options=)": (
-        "options",
+    "select_sources(sources=)": (
+        "sources",
         "a SourceOptions",
-        lambda v: select_sources(CHUNKS, max_tokens=500, tokenizer="o200k_base", options=v),  # type: ignore[arg-type]
+        lambda v: select_sources(CHUNKS, max_tokens=500, tokenizer="o200k_base", sources=v),  # type: ignore[arg-type]
         True,
     ),
     "select_sources(max_tokens=)": (
@@ -124,10 +124,10 @@ ENTRY_POINTS: dict[str, tuple[str, str, Callable[[object], object], bool]] = {
         lambda v: trim_history(TURNS, max_tokens=500, tokenizer=v),  # type: ignore[arg-type]
         False,
     ),
-    "trim_history(options=)": (
-        "options",
+    "trim_history(history=)": (
+        "history",
         "a HistoryOptions",
-        lambda v: trim_history(TURNS, max_tokens=500, tokenizer="o200k_base", options=v),  # type: ignore[arg-type]
+        lambda v: trim_history(TURNS, max_tokens=500, tokenizer="o200k_base", history=v),  # type: ignore[arg-type]
         True,
     ),
     "trim_history(min_tokens=)": (

@@ -34,3 +34,43 @@ def test_old_name_imports_with_a_warning() -> None:
 def test_unknown_top_level_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="module 'ctxbudget' has no attribute 'Nonesuch'"):
         ctxbudget.Nonesuch  # noqa: B018
+
+
+def test_select_sources_old_options_keyword_warns_and_is_sources() -> None:
+    chunks = [ctxbudget.Chunk(id="a", content="Refunds take 14 days.")]
+    kept = ctxbudget.SourceOptions(dedup="off")
+    new = ctxbudget.select_sources(chunks, max_tokens=500, tokenizer="o200k_base", sources=kept)
+    with pytest.warns(DeprecationWarning, match=r"select_sources\(options=...\).*use sources=$"):
+        old = ctxbudget.select_sources(
+            chunks,
+            max_tokens=500,
+            tokenizer="o200k_base",
+            options=kept,  # type: ignore[call-arg]
+        )
+    assert old == new
+
+
+def test_trim_history_old_options_keyword_warns_and_is_history() -> None:
+    turns = [ctxbudget.Turn(role="user", content="Hi")]
+    keep = ctxbudget.HistoryOptions(keep_tool_results=1)
+    new = ctxbudget.trim_history(turns, max_tokens=100, tokenizer="o200k_base", history=keep)
+    with pytest.warns(DeprecationWarning, match=r"trim_history\(options=...\).*use history=$"):
+        old = ctxbudget.trim_history(
+            turns,
+            max_tokens=100,
+            tokenizer="o200k_base",
+            options=keep,  # type: ignore[call-arg]
+        )
+    assert old == new
+
+
+def test_old_and_new_keyword_together_is_a_type_error() -> None:
+    turns = [ctxbudget.Turn(role="user", content="Hi")]
+    with pytest.raises(TypeError, match=r"trim_history\(\) got both history= and .* options="):
+        ctxbudget.trim_history(
+            turns,
+            max_tokens=100,
+            tokenizer="o200k_base",
+            history=None,
+            options=None,  # type: ignore[call-arg]
+        )

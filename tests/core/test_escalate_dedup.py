@@ -51,7 +51,7 @@ def test_a_near_copy_of_a_section_stays_dropped_when_its_document_is_sent_whole(
 
     options = SourceOptions(loader=Sections())
     whole = select_sources(
-        [*SECTIONS, COPY], max_tokens=2_000, tokenizer="o200k_base", options=options
+        [*SECTIONS, COPY], max_tokens=2_000, tokenizer="o200k_base", sources=options
     )
     assert whole.escalated == "returns"
     assert [s.chunk.id for s in whole.sources] == ["returns"]

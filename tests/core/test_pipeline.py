@@ -106,7 +106,7 @@ def test_select_sources_drops_forbidden_and_invisible_only_chunks() -> None:
 
 def test_select_sources_applies_options() -> None:
     options = SourceOptions(order="relevance", source_format="xml", min_relevance=0.5)
-    selection = select_sources(chunks(6), max_tokens=2_000, tokenizer="o200k_base", options=options)
+    selection = select_sources(chunks(6), max_tokens=2_000, tokenizer="o200k_base", sources=options)
     assert '<document index="1"' in selection.text
     assert {d.reason for d in selection.dropped} == {"below_floor"}
 

@@ -140,12 +140,12 @@ NO_PRINCIPAL = (
 
 def test_select_sources_requiring_a_principal_refuses_none() -> None:
     with pytest.raises(InputError, match=NO_PRINCIPAL):
-        select_sources(CHUNKS, max_tokens=500, tokenizer="o200k_base", options=REQUIRED)
+        select_sources(CHUNKS, max_tokens=500, tokenizer="o200k_base", sources=REQUIRED)
 
 
 def test_select_sources_requiring_a_principal_answers_for_one() -> None:
     selection = select_sources(
-        CHUNKS, max_tokens=500, tokenizer="o200k_base", principal=ACME, options=REQUIRED
+        CHUNKS, max_tokens=500, tokenizer="o200k_base", principal=ACME, sources=REQUIRED
     )
 
     assert [s.chunk.id for s in selection.sources] == ["public", "acme"]

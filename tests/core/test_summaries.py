@@ -126,7 +126,7 @@ def test_summary_is_neutralised_in_the_prompt() -> None:
 
 def test_summary_in_trim_history() -> None:
     options = HistoryOptions(summarize=Spy(), summary_tokens=10, summary_headroom=0)
-    result = trim_history(short_turns(), max_tokens=50, tokenizer=FAKE, options=options)
+    result = trim_history(short_turns(), max_tokens=50, tokenizer=FAKE, history=options)
     assert result.messages[1] == ("user", "[Summary of 7 earlier messages: said hello]")
     assert result.gaps == ((1, 8),)
 
@@ -153,7 +153,7 @@ def test_summary_spans_are_not_reported_without_a_summariser() -> None:
 
 def test_trim_history_reports_its_summary_spans() -> None:
     options = HistoryOptions(summarize=Spy(None), summary_tokens=10, summary_headroom=0)
-    result = trim_history(short_turns(), max_tokens=50, tokenizer=FAKE, options=options)
+    result = trim_history(short_turns(), max_tokens=50, tokenizer=FAKE, history=options)
     assert [(s.start, s.stop, s.outcome) for s in result.summaries] == [(1, 8, "none")]
 
 

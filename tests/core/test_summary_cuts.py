@@ -448,5 +448,5 @@ def test_trim_history_leaves_out_the_fewest_turns_whatever_the_headroom() -> Non
     cost turns: the headroom does not apply there."""
     turns = chat(19)
     options = HistoryOptions(summarize=Spy(), summary_tokens=10, summary_headroom=0.9)
-    trimmed = trim_history(turns, max_tokens=100, tokenizer=FAKE, options=options)
+    trimmed = trim_history(turns, max_tokens=100, tokenizer=FAKE, history=options)
     assert trimmed.summaries[0].stop == 7  # history[1:7], as with summary_headroom=0

@@ -108,7 +108,7 @@ NO_CLEARING = HistoryOptions(clear_tool_results=False)
 
 def test_trim_history_keeps_a_group_whole_or_leaves_it_out() -> None:
     trimmed = trim_history(
-        agent_turns(6), max_tokens=400, tokenizer="o200k_base", options=NO_CLEARING
+        agent_turns(6), max_tokens=400, tokenizer="o200k_base", history=NO_CLEARING
     )
     kept = set(trimmed.kept)
     for k in range(6):
@@ -118,7 +118,7 @@ def test_trim_history_keeps_a_group_whole_or_leaves_it_out() -> None:
 
 def test_trim_history_marker_counts_every_message_of_the_units_left_out() -> None:
     trimmed = trim_history(
-        agent_turns(6), max_tokens=400, tokenizer="o200k_base", options=NO_CLEARING
+        agent_turns(6), max_tokens=400, tokenizer="o200k_base", history=NO_CLEARING
     )
     ((start, stop),) = trimmed.gaps
     assert stop - start == 3 * len(range(start, stop, 3))
