@@ -38,7 +38,7 @@ def test_unknown_top_level_name_is_an_attribute_error() -> None:
 
 def test_select_sources_old_options_keyword_warns_and_is_sources() -> None:
     chunks = [ctxbudget.Chunk(id="a", content="Refunds take 14 days.")]
-    kept = ctxbudget.SourceOptions(dedup="off")
+    kept = ctxbudget.SourceOptions(datamark=True)
     new = ctxbudget.select_sources(chunks, max_tokens=500, tokenizer="o200k_base", sources=kept)
     with pytest.warns(DeprecationWarning, match=r"select_sources\(options=...\).*use sources=$"):
         old = ctxbudget.select_sources(
