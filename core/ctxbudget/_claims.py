@@ -121,14 +121,14 @@ class ListClaim(Generic[T]):
         cost: Callable[[T], int] | None = None,
         bound: Callable[[T], int] | None = None,
         ceiling: Callable[[T], int] | None = None,
-        floor: Callable[[T], int] | None = None,
+        quick_bound: Callable[[T], int] | None = None,
         kind_of: Callable[[T], ItemKind] | None = None,
         outside_text: bool = False,
     ) -> None:
         """`cost` and `bound` default to counting `text(item)`; pass them when an item's
         cost is known another way (a token count measured at ingest), and `ceiling` or
-        `floor` when there are still cheaper numbers never below or above `bound`
-        (`Packer.ceiling`, `Packer.floor`). An `outside_text`
+        `quick_bound` when there are still cheaper numbers never below or above `bound`
+        (`Packer.ceiling`, `Packer.quick_bound`). An `outside_text`
         claimant is sent beside the prompt (tool schemas for native tool calling): it
         renders nothing, and its items' cost counts against the budget on its own."""
         self.allocation = allocation
@@ -151,7 +151,7 @@ class ListClaim(Generic[T]):
             separator=0 if outside_text else counter.count(frame.separator),
             kind_of=kind_of,
             ceiling=ceiling,
-            floor=floor,
+            quick_bound=quick_bound,
         )
 
     def fit(self, grant: int) -> Fit[T]:

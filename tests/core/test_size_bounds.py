@@ -1,4 +1,4 @@
-"""The retrieved claim's free size bounds hold for any text: the floor never exceeds, and the
+"""The retrieved claim's free size bounds hold for any text: the quick bound never exceeds, and the
 ceiling never falls below, the bound on what the neutralised (and datamarked) text keeps."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_ascii_bytes_survive_neutralising_and_datamarking(text: str, datamarked:
     text=(hostile | st.text(max_size=60)).filter(lambda t: not is_blank(t)),
     datamarked=st.booleans(),
 )
-def test_floor_and_ceiling_enclose_the_bound(text: str, datamarked: bool) -> None:
+def test_quick_bound_and_ceiling_enclose_the_bound(text: str, datamarked: bool) -> None:
     claim, _ = retrieved_claim(
         Allocation("retrieved", max=100, priority=1),
         [Chunk(id="c", content=text)],
@@ -67,6 +67,6 @@ def test_floor_and_ceiling_enclose_the_bound(text: str, datamarked: bool) -> Non
     )
     packer = claim.packer
     chunk = claim.items[0]
-    assert packer.floor is not None
+    assert packer.quick_bound is not None
     assert packer.ceiling is not None
-    assert packer.floor(chunk) <= packer.bound(chunk) <= packer.ceiling(chunk)
+    assert packer.quick_bound(chunk) <= packer.bound(chunk) <= packer.ceiling(chunk)
