@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 import ctxbudget
 
@@ -74,3 +75,15 @@ def test_old_and_new_keyword_together_is_a_type_error() -> None:
             history=None,
             options=None,  # type: ignore[call-arg]
         )
+
+
+def test_report_squeezed_by_warns_and_is_trimmed_by() -> None:
+    report = ctxbudget.ContextAssembler(tokenizer="o200k_base").assemble(question="Hi").report
+    with pytest.warns(DeprecationWarning, match=r"Report\.squeezed_by is deprecated.*trimmed_by$"):
+        assert report.squeezed_by is report.trimmed_by
+
+
+def test_report_squeezed_by_is_read_only() -> None:
+    report = ctxbudget.ContextAssembler(tokenizer="o200k_base").assemble(question="Hi").report
+    with pytest.raises(ValidationError, match="Instance is frozen"):
+        report.squeezed_by = {}  # type: ignore[misc]

@@ -93,7 +93,9 @@ def test_assemble_span_counts_drops_by_reason_without_ids(spans: InMemorySpanExp
     assert not any("secret-1" in str(v) or "twin-b" in str(v) for v in attributes.values())
 
 
-def test_assemble_span_names_the_squeezing_claimants(spans: InMemorySpanExporter) -> None:
+def test_assemble_span_names_the_claimants_that_trimmed_retrieval(
+    spans: InMemorySpanExporter,
+) -> None:
     budget = Budget(
         total=700,
         reserve_output=0,
@@ -109,7 +111,7 @@ def test_assemble_span_names_the_squeezing_claimants(spans: InMemorySpanExporter
     assert result.report.retrieval_trimmed
     attributes = _only(spans, "ctxbudget.assemble").attributes or {}
     assert attributes["ctxbudget.retrieval_trimmed"] is True
-    assert attributes["ctxbudget.squeezed_by.system"] == result.report.squeezed_by["system"]
+    assert attributes["ctxbudget.trimmed_by.system"] == result.report.trimmed_by["system"]
 
 
 def test_select_sources_span_carries_the_selection(spans: InMemorySpanExporter) -> None:
