@@ -13,6 +13,7 @@ once, and converts back.
 """
 
 from importlib import metadata as _metadata
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 try:
     import langchain_core as _langchain_core
@@ -22,7 +23,8 @@ except ImportError as _error:
         "pip install 'ctxbudget[langchain]'"
     ) from _error
 
-from langchain_ctxbudget._convert import MetadataMapping
+from ctxbudget._deprecated import module_getattr as _module_getattr
+from langchain_ctxbudget._convert import DocumentMetadataMapping
 from langchain_ctxbudget.cache_monitor import CacheMonitorHandler
 from langchain_ctxbudget.citations import CheckCitations, fence_numbered
 from langchain_ctxbudget.compressor import ContextBudgetCompressor
@@ -39,6 +41,13 @@ from langchain_ctxbudget.transformer import ContextBudgetTransformer
 
 __version__ = _metadata.version("ctxbudget")
 
+# Old names for one release (CHANGELOG.md): each warns and returns what replaced it.
+_RENAMED: dict[str, tuple[str, object]] = {
+    "MetadataMapping": ("langchain_ctxbudget.DocumentMetadataMapping", DocumentMetadataMapping),
+}
+if not _TYPE_CHECKING:
+    __getattr__ = _module_getattr(__name__, _RENAMED)
+
 __all__ = [
     "AccessMarker",
     "CacheMonitorHandler",
@@ -48,7 +57,7 @@ __all__ = [
     "ContextBudgetRunnable",
     "ContextBudgetTransformer",
     "ContextWithSources",
-    "MetadataMapping",
+    "DocumentMetadataMapping",
     "SourcedContext",
     "TokenCountTransformer",
     "fence_numbered",

@@ -15,6 +15,7 @@ decisions are reported as LlamaIndex instrumentation events (`SourcesSelectedEve
 """
 
 from importlib import metadata as _metadata
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 try:
     import llama_index.core as _llama_index_core
@@ -24,7 +25,8 @@ except ImportError as _error:
         "pip install 'ctxbudget[llamaindex]'"
     ) from _error
 
-from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
+from ctxbudget._deprecated import module_getattr as _module_getattr
+from llamaindex_ctxbudget._convert import NodeMetadataMapping, to_chunk
 from llamaindex_ctxbudget.citations import check_response_citations, source_numbers
 from llamaindex_ctxbudget.events import (
     ContextPackedEvent,
@@ -45,6 +47,13 @@ from llamaindex_ctxbudget.prompt_helper import ContextBudgetPromptHelper
 
 __version__ = _metadata.version("ctxbudget")
 
+# Old names for one release (CHANGELOG.md): each warns and returns what replaced it.
+_RENAMED: dict[str, tuple[str, object]] = {
+    "MetadataMapping": ("llamaindex_ctxbudget.NodeMetadataMapping", NodeMetadataMapping),
+}
+if not _TYPE_CHECKING:
+    __getattr__ = _module_getattr(__name__, _RENAMED)
+
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
     "AccessMarker",
@@ -56,7 +65,7 @@ __all__ = [
     "DocstoreLoader",
     "FencedNode",
     "HistoryTrimmedEvent",
-    "MetadataMapping",
+    "NodeMetadataMapping",
     "PrincipalRetriever",
     "SourcesSelectedEvent",
     "TokenCounter",

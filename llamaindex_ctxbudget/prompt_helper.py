@@ -15,10 +15,10 @@ from llama_index.core.prompts import BasePromptTemplate
 from ctxbudget import (
     ContextAssembler,
     ContextBudgetError,
+    CountCache,
     FencedSource,
     InputError,
     SourceOptions,
-    TokenCounter,
     Tokenizer,
     traced,
 )
@@ -37,7 +37,7 @@ class _TokenList:
     """`PromptHelper`'s tokenizer interface (str -> list, counted by len) over our counter,
     so the base class never builds LlamaIndex's default tokenizer (a download)."""
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: CountCache) -> None:
         self._counter = counter
 
     def __call__(self, text: str) -> list[int]:

@@ -104,11 +104,11 @@ from ctxbudget._standalone import FenceMode, Selection, TrimmedHistory, select_s
 from ctxbudget._textcache import ShingleCache, TextCache
 from ctxbudget._tokens import (
     CallableTokenizer,
+    CountCache,
     CountMethod,
     HuggingFaceTokenizer,
     SentencePieceTokenizer,
     TiktokenTokenizer,
-    TokenCounter,
     Tokenizer,
     count_method_of,
     get_tokenizer,
@@ -126,6 +126,7 @@ _logging.getLogger("ctxbudget").addHandler(_logging.NullHandler())
 _RENAMED: dict[str, tuple[str, object]] = {
     "BudgetError": ("ctxbudget.InvalidBudgetError", InvalidBudgetError),
     "trim_turns": ("ctxbudget.trim_history", trim_history),
+    "TokenCounter": ("ctxbudget.CountCache", CountCache),
 }
 if not _TYPE_CHECKING:
     __getattr__ = _module_getattr(__name__, _RENAMED)
@@ -165,6 +166,7 @@ __all__ = [
     "ConflictPolicy",
     "ContextAssembler",
     "ContextBudgetError",
+    "CountCache",
     "CountMethod",
     "CtxBudgetError",
     "Dedup",
@@ -212,7 +214,6 @@ __all__ = [
     "SummarySpan",
     "TextCache",
     "TiktokenTokenizer",
-    "TokenCounter",
     "Tokenizer",
     "TokenizerError",
     "Tool",

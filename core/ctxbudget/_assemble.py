@@ -46,7 +46,7 @@ from ctxbudget._standalone import (
 from ctxbudget._text import check_text
 from ctxbudget._textcache import ShingleCache, TextCache, shingle_cache
 from ctxbudget._tokens import (
-    TokenCounter,
+    CountCache,
     Tokenizer,
     count_method_of,
     get_tokenizer,
@@ -133,7 +133,7 @@ class ContextAssembler:
         self._summaries = SummaryCache(cache_size)
         self.fence_rule = fence_rule
         self.native_tools = native_tools
-        self.counter = TokenCounter(tokenizer, maxsize=cache_size)
+        self.counter = CountCache(tokenizer, maxsize=cache_size)
 
     @property
     def shingle_cache(self) -> ShingleCache:

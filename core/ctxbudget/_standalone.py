@@ -30,7 +30,7 @@ from ctxbudget._report import DeferredDropped, Dropped, SummarySpan, nothing_in
 from ctxbudget._result import Source
 from ctxbudget._sources.permit import check_principal
 from ctxbudget._sources.pipeline import SourceOptions, check_chunks, retrieved_claim, source_options
-from ctxbudget._tokens import TokenCounter, Tokenizer, tokenizer_of
+from ctxbudget._tokens import CountCache, Tokenizer, tokenizer_of
 
 __all__ = [
     "FenceMode",
@@ -116,7 +116,7 @@ def select_sources(
     """
     sources = source_options("sources", sources)
     return select_with(
-        TokenCounter(tokenizer_of(tokenizer)),
+        CountCache(tokenizer_of(tokenizer)),
         chunks,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
@@ -128,7 +128,7 @@ def select_sources(
 
 
 def select_with(
-    counter: TokenCounter,
+    counter: CountCache,
     chunks: Sequence[Chunk],
     *,
     max_tokens: int,
@@ -226,7 +226,7 @@ def trim_history(
     """
     history = history_options("history", history)
     return trim_with(
-        TokenCounter(tokenizer_of(tokenizer)),
+        CountCache(tokenizer_of(tokenizer)),
         turns,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
@@ -249,7 +249,7 @@ def history_options(name: str, options: object) -> HistoryOptions:
 
 
 def trim_with(
-    counter: TokenCounter,
+    counter: CountCache,
     turns: Sequence[Turn],
     *,
     max_tokens: int,

@@ -19,10 +19,10 @@ from ctxbudget import (
     CallableTokenizer,
     Chunk,
     ContextAssembler,
+    CountCache,
     Dropped,
     Principal,
     TiktokenTokenizer,
-    TokenCounter,
     get_tokenizer,
 )
 from ctxbudget._fence import SourceFormat
@@ -65,7 +65,7 @@ def claim(
     return RetrievedClaim(
         Allocation("retrieved", priority=1),
         list(chunks),
-        counter=TokenCounter(tokenizer),
+        counter=CountCache(tokenizer),
         settings=settings,
         ids=ids,
     )
@@ -446,7 +446,7 @@ class Longest:
 
 def test_longest_token_is_looked_up_once_per_counter() -> None:
     tokenizer = Longest()
-    counter = TokenCounter(tokenizer)
+    counter = CountCache(tokenizer)
     settings = claim([]).settings
     allocation = Allocation("retrieved", priority=1)
     RetrievedClaim(allocation, parts("d", 2), counter=counter, settings=settings)

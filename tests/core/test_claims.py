@@ -14,7 +14,7 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     ContextBudgetError,
-    TokenCounter,
+    CountCache,
     Tool,
     Turn,
     get_tokenizer,
@@ -34,8 +34,8 @@ O200K = get_tokenizer("o200k_base")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def counter() -> TokenCounter:
-    return TokenCounter(O200K)
+def counter() -> CountCache:
+    return CountCache(O200K)
 
 
 def library_claims() -> list[Claim]:

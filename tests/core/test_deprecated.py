@@ -11,6 +11,7 @@ import ctxbudget
 RENAMED = {
     "BudgetError": ("ctxbudget.InvalidBudgetError", ctxbudget.InvalidBudgetError),
     "trim_turns": ("ctxbudget.trim_history", ctxbudget.trim_history),
+    "TokenCounter": ("ctxbudget.CountCache", ctxbudget.CountCache),
 }
 
 

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from ctxbudget import (
     ContextAssembler,
+    CountCache,
     EstimateTokenizer,
     TiktokenTokenizer,
-    TokenCounter,
     count_method_of,
     get_tokenizer,
 )
@@ -153,7 +153,7 @@ def test_estimate_of_any_text_is_at_least_o200k(model: str, text: str) -> None:
 
 @given(text=st.text())
 def test_estimate_lower_bound_is_at_most_its_count(text: str) -> None:
-    counter = TokenCounter(get_tokenizer("claude-sonnet-4-5"))
+    counter = CountCache(get_tokenizer("claude-sonnet-4-5"))
 
     assert counter.lower_bound(text) <= counter.count(text)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import Allocation, Chunk, SourceOptions, TokenCounter, get_tokenizer
+from ctxbudget import Allocation, Chunk, CountCache, SourceOptions, get_tokenizer
 from ctxbudget._fence import datamark
 from ctxbudget._neutralise import neutralise
 from ctxbudget._normalised import is_blank
@@ -62,7 +62,7 @@ def test_quick_bound_and_ceiling_enclose_the_bound(text: str, datamarked: bool) 
         [Chunk(id="c", content=text)],
         principal=None,
         options=SourceOptions(datamark=datamarked),
-        counter=TokenCounter(O200K),
+        counter=CountCache(O200K),
         now=None,
     )
     packer = claim.packer

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from ctxbudget import (
+    CountCache,
     HuggingFaceTokenizer,
     TiktokenTokenizer,
-    TokenCounter,
     TokenizerError,
     VocabularyError,
     count_method_of,
@@ -153,7 +153,7 @@ def test_tokenizer_from_a_copy_of_llamas_file_counts_as_ctxbudgets_llama3(tmp_pa
     )
 
     assert tokenizer.count(TEXT) == get_tokenizer("llama3").count(TEXT)
-    assert TokenCounter(tokenizer).count_joined([TEXT, "\n\n", TEXT]) == tokenizer.count(
+    assert CountCache(tokenizer).count_joined([TEXT, "\n\n", TEXT]) == tokenizer.count(
         TEXT + "\n\n" + TEXT
     )
 

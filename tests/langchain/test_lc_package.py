@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import langchain_ctxbudget
 from ctxbudget import __version__ as core_version
 from tests.support.imports import loaded_after
@@ -65,3 +67,14 @@ def test_import_does_not_need_langchain_itself() -> None:
     frameworks = {"langchain", "langchain_classic", "langgraph"}
     code = BLOCK.format(blocked=frameworks) + "import langchain_ctxbudget\n"
     assert loaded_after(code, frameworks) == set()
+
+
+def test_old_metadata_mapping_name_warns_and_is_document_metadata_mapping() -> None:
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"langchain_ctxbudget\.MetadataMapping is deprecated.*"
+        r"use langchain_ctxbudget\.DocumentMetadataMapping$",
+    ):
+        old = langchain_ctxbudget.MetadataMapping  # type: ignore[attr-defined]
+    assert old is langchain_ctxbudget.DocumentMetadataMapping
+    assert "MetadataMapping" not in langchain_ctxbudget.__all__

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import types
 
+import pytest
+
 import ctxbudget
 import llamaindex_ctxbudget
 
@@ -61,3 +63,14 @@ def test_import_without_llama_index_names_the_extra() -> None:
     ).stdout
     assert "llamaindex_ctxbudget needs llama-index-core" in out
     assert "pip install 'ctxbudget[llamaindex]'" in out
+
+
+def test_old_metadata_mapping_name_warns_and_is_node_metadata_mapping() -> None:
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"llamaindex_ctxbudget\.MetadataMapping is deprecated.*"
+        r"use llamaindex_ctxbudget\.NodeMetadataMapping$",
+    ):
+        old = llamaindex_ctxbudget.MetadataMapping  # type: ignore[attr-defined]
+    assert old is llamaindex_ctxbudget.NodeMetadataMapping
+    assert "MetadataMapping" not in llamaindex_ctxbudget.__all__

@@ -47,7 +47,7 @@ from ctxbudget._sources.rank import Positions
 from ctxbudget._sources.render import HeaderCache, RenderOptions, header_cache, render_source
 from ctxbudget._sources.sizes import estimates
 from ctxbudget._textcache import shingle_cache
-from ctxbudget._tokens import TokenCounter
+from ctxbudget._tokens import CountCache
 
 __all__ = ["RetrievedClaim", "SourceSettings"]
 
@@ -120,7 +120,7 @@ class RetrievedClaim(ListClaim[Chunk]):
         allocation: Allocation,
         ranked: Sequence[Chunk],
         *,
-        counter: TokenCounter,
+        counter: CountCache,
         settings: SourceSettings,
         ids: Sequence[str] | None = None,
     ) -> None:

@@ -18,7 +18,7 @@ from weakref import WeakKeyDictionary
 
 from ctxbudget._inputs import Chunk
 from ctxbudget._normalised import removable_bytes
-from ctxbudget._tokens import BoundedTokenizer, TokenCounter
+from ctxbudget._tokens import BoundedTokenizer, CountCache
 
 __all__ = ["Estimates", "estimates"]
 
@@ -26,7 +26,7 @@ Estimates = tuple[Callable[[Chunk], int], Callable[[Chunk], int], Callable[[Chun
 """A chunk's `bound`, `quick_bound` and `ceiling`, in that order."""
 
 
-def estimates(counter: TokenCounter, *, datamarked: bool) -> Estimates:
+def estimates(counter: CountCache, *, datamarked: bool) -> Estimates:
     """`bound`, `quick_bound` and `ceiling` for the counter's tokenizer; all 0 when it does not
     say how long its tokens are (it is no `BoundedTokenizer`)."""
     per_token = _bytes_per_token(counter)
@@ -39,10 +39,10 @@ def estimates(counter: TokenCounter, *, datamarked: bool) -> Estimates:
     )
 
 
-_PER_TOKEN: WeakKeyDictionary[TokenCounter, int] = WeakKeyDictionary()
+_PER_TOKEN: WeakKeyDictionary[CountCache, int] = WeakKeyDictionary()
 
 
-def _bytes_per_token(counter: TokenCounter) -> int:
+def _bytes_per_token(counter: CountCache) -> int:
     """The longest token of the counter's tokenizer in UTF-8 bytes; 0 when it does not say.
 
     Remembered per counter (an assembler keeps one for all its requests): the runtime

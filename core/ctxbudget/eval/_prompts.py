@@ -18,9 +18,9 @@ from ctxbudget import (
     Budget,
     Chunk,
     ContextAssembler,
+    CountCache,
     Dedup,
     SourceOptions,
-    TokenCounter,
     get_tokenizer,
 )
 from ctxbudget.eval._errors import EvalError
@@ -83,7 +83,7 @@ def assembler_for(
         sources = sources.model_copy(
             update={"order": "relevance", "dedup": off, "min_relevance": None, "loader": None}
         )
-    counter = TokenCounter(tokenizer)
+    counter = CountCache(tokenizer)
 
     def need(request: Request) -> int:
         texts = [system or "", request.question]
