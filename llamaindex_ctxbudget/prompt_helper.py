@@ -211,7 +211,7 @@ class ContextBudgetPromptHelper(PromptHelper):
         dispatcher.event(
             ContextPackedEvent(
                 space=space,
-                pieces=[context.numbers for context, _ in packed],
+                numbers=[context.numbers for context, _ in packed],
                 untrusted=[context.untrusted for context, _ in packed],
                 tokens=[tokens for _, tokens in packed],
             )
