@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ctxbudget._arguments import check_int, check_optional, check_type
 from ctxbudget._budget import Allocation
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
-from ctxbudget._deprecated import renamed_keyword
+from ctxbudget._deprecated import renamed_keyword, warn_renamed
 from ctxbudget._errors import InputError
 from ctxbudget._exact import settle
 from ctxbudget._history import HistoryClaim
@@ -85,6 +85,24 @@ class Selection(DeferredDropped, BaseModel):
         """Each source inside a fence of its own (what a framework node should carry when
         fence='per_source': whatever reorders or filters them, each stays fenced)."""
         return tuple(self.frame.wrap([s.text]) for s in self.sources)
+
+    @property
+    def fence_open(self) -> str:
+        """Deprecated: read `frame.open`."""
+        warn_renamed("Selection.fence_open", "Selection.frame.open")
+        return self.frame.open
+
+    @property
+    def fence_close(self) -> str:
+        """Deprecated: read `frame.close`."""
+        warn_renamed("Selection.fence_close", "Selection.frame.close")
+        return self.frame.close
+
+    @property
+    def separator(self) -> str:
+        """Deprecated: read `frame.separator`."""
+        warn_renamed("Selection.separator", "Selection.frame.separator")
+        return self.frame.separator
 
 
 @renamed_keyword("select_sources", "options", "sources")

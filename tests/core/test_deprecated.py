@@ -88,3 +88,15 @@ def test_report_squeezed_by_is_read_only() -> None:
     report = ctxbudget.ContextAssembler(tokenizer="o200k_base").assemble(question="Hi").report
     with pytest.raises(ValidationError, match="Instance is frozen"):
         report.squeezed_by = {}  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("fence_open", "open"), ("fence_close", "close"), ("separator", "separator")],
+)
+def test_selection_fence_fields_warn_and_read_the_frame(old: str, new: str) -> None:
+    chunks = [ctxbudget.Chunk(id=name, content=f"Fact {name}.") for name in "ab"]
+    selection = ctxbudget.select_sources(chunks, max_tokens=500, tokenizer="o200k_base")
+    with pytest.warns(DeprecationWarning, match=rf"Selection\.{old} is deprecated.*frame\.{new}$"):
+        value = getattr(selection, old)
+    assert value == getattr(selection.frame, new) != ""
