@@ -12,8 +12,8 @@ checked against the sources it was shown), `AccessMarker` with the store filters
 once, and converts back.
 """
 
+import typing as _typing
 from importlib import metadata as _metadata
-from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 try:
     import langchain_core as _langchain_core
@@ -24,6 +24,7 @@ except ImportError as _error:
     ) from _error
 
 from ctxbudget._deprecated import module_getattr as _module_getattr
+from ctxbudget._public import rehome as _rehome
 from langchain_ctxbudget._convert import DocumentMetadataMapping
 from langchain_ctxbudget.cache_monitor import CacheMonitorHandler
 from langchain_ctxbudget.citations import CheckCitations, fence_numbered
@@ -45,7 +46,7 @@ __version__ = _metadata.version("ctxbudget")
 _RENAMED: dict[str, tuple[str, object]] = {
     "MetadataMapping": ("langchain_ctxbudget.DocumentMetadataMapping", DocumentMetadataMapping),
 }
-if not _TYPE_CHECKING:
+if not _typing.TYPE_CHECKING:
     __getattr__ = _module_getattr(__name__, _RENAMED)
 
 __all__ = [
@@ -64,5 +65,7 @@ __all__ = [
     "history_trimmer",
     "trim_history",
 ]
+
+_rehome(__name__, globals(), __all__)
 
 del _langchain_core

@@ -36,13 +36,13 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     InputError,
-    NoScope,
     Principal,
     Selection,
     Source,
     Tool,
     principal_for_call,
 )
+from ctxbudget.types import NoScope
 from langchain_ctxbudget._content import Parts, message_parts
 from langchain_ctxbudget._convert import DocumentMetadataMapping, metadata_of, to_chunks
 

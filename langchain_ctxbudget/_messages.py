@@ -41,15 +41,8 @@ from langchain_core.messages import (
 from langchain_core.prompt_values import PromptValue
 from pydantic import ValidationError
 
-from ctxbudget import (
-    CONVERSATION_START,
-    CountCache,
-    InputError,
-    Role,
-    TrimmedHistory,
-    Turn,
-    neutralise_section,
-)
+from ctxbudget import CONVERSATION_START, InputError, TrimmedHistory, Turn, neutralise_section
+from ctxbudget.types import CountCache, Role
 from langchain_ctxbudget._content import Parts
 from langchain_ctxbudget._langchain import parts_of, problem, sent_message
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
 
-from ctxbudget import NO_SCOPE, ContextAssembler, NoScope, Principal, principal_for_call, traced
+from ctxbudget import NO_SCOPE, ContextAssembler, Principal, principal_for_call, traced
+from ctxbudget.types import NoScope
 from langchain_ctxbudget._convert import DocumentMetadataMapping
 from langchain_ctxbudget._langchain import budgeted_documents, principal_of
 

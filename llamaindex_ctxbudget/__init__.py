@@ -14,8 +14,8 @@ decisions are reported as LlamaIndex instrumentation events (`SourcesSelectedEve
 `ContextPackedEvent`, `HistoryTrimmedEvent`).
 """
 
+import typing as _typing
 from importlib import metadata as _metadata
-from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 try:
     import llama_index.core as _llama_index_core
@@ -26,6 +26,7 @@ except ImportError as _error:
     ) from _error
 
 from ctxbudget._deprecated import module_getattr as _module_getattr
+from ctxbudget._public import rehome as _rehome
 from llamaindex_ctxbudget._convert import NodeMetadataMapping, to_chunk
 from llamaindex_ctxbudget.citations import check_response_citations, source_numbers
 from llamaindex_ctxbudget.events import (
@@ -51,7 +52,7 @@ __version__ = _metadata.version("ctxbudget")
 _RENAMED: dict[str, tuple[str, object]] = {
     "MetadataMapping": ("llamaindex_ctxbudget.NodeMetadataMapping", NodeMetadataMapping),
 }
-if not _TYPE_CHECKING:
+if not _typing.TYPE_CHECKING:
     __getattr__ = _module_getattr(__name__, _RENAMED)
 
 __all__ = [
@@ -75,5 +76,7 @@ __all__ = [
     "source_numbers",
     "to_chunk",
 ]
+
+_rehome(__name__, globals(), __all__)
 
 del _llama_index_core

@@ -43,7 +43,6 @@ from ctxbudget import (
     ContextAssembler,
     ContextBudgetError,
     InputError,
-    NoScope,
     Principal,
     Selection,
     Source,
@@ -54,6 +53,7 @@ from ctxbudget import (
     read_fenced,
     traced,
 )
+from ctxbudget.types import NoScope
 from llamaindex_ctxbudget._config import budget_for, build_assembler, num_output_of
 from llamaindex_ctxbudget._convert import NodeMetadataMapping, to_chunk
 from llamaindex_ctxbudget._room import default_packing_room

@@ -15,13 +15,13 @@ from llama_index.core.prompts import BasePromptTemplate
 from ctxbudget import (
     ContextAssembler,
     ContextBudgetError,
-    CountCache,
     FencedSource,
     InputError,
     SourceOptions,
     Tokenizer,
     traced,
 )
+from ctxbudget.types import CountCache
 from llamaindex_ctxbudget._config import build_assembler, llm_tokenizer, num_output_of
 from llamaindex_ctxbudget._packing import SEPARATOR, Packed, Unit, pack, read
 from llamaindex_ctxbudget._room import context_copies, template_tokens

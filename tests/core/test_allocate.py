@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import CLAIMANTS, Allocation, Claimant, ContextBudgetError, Dropped
+from ctxbudget import Allocation, ContextBudgetError, Dropped
 from ctxbudget._allocate import Allocated, allocate
 from ctxbudget._pack import Fit, Packer
 from ctxbudget._report import DropReason
+from ctxbudget.types import CLAIMANTS, Claimant
 from tests.support.factories import SizedClaim
 
 

@@ -13,13 +13,11 @@ from hypothesis import event, example, given, target
 from hypothesis import strategies as st
 
 from ctxbudget import (
-    CLAIMANTS,
     Allocation,
     Assembled,
     Budget,
     CallableTokenizer,
     Chunk,
-    Claimant,
     ContextAssembler,
     ContextBudgetError,
     Escalation,
@@ -34,6 +32,7 @@ from ctxbudget import (
     neutralise,
 )
 from ctxbudget._tools import render_tool
+from ctxbudget.types import CLAIMANTS, Claimant
 from tests.support.factories import chunks, recorded
 from tests.support.tokenizers import fake_count
 

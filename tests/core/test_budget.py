@@ -14,7 +14,6 @@ from pydantic import ValidationError
 
 import ctxbudget._budget
 from ctxbudget import (
-    CLAIMANTS,
     CONTEXT_WINDOWS,
     Allocation,
     Budget,
@@ -26,6 +25,7 @@ from ctxbudget import (
     get_tokenizer,
 )
 from ctxbudget._budget_messages import Syntax
+from ctxbudget.types import CLAIMANTS
 
 TOML_LIST = """
 total = 6000

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import CLAIMANTS, Allocation, Budget, InvalidBudgetError
+from ctxbudget import Allocation, Budget, InvalidBudgetError
 from ctxbudget._budget_messages import Syntax
+from ctxbudget.types import CLAIMANTS
 
 # --- errors as one sentence in the file's own syntax ---------------------------------------
 

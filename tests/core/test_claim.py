@@ -19,7 +19,6 @@ from ctxbudget import (
     CallableTokenizer,
     Chunk,
     ContextAssembler,
-    CountCache,
     Dropped,
     Principal,
     TiktokenTokenizer,
@@ -33,6 +32,7 @@ from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import Escalation
 from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.render import RenderOptions
+from ctxbudget.types import CountCache
 from tests.support.factories import FakeLoader, budget_for, parts, whole, words
 from tests.support.tokenizers import fake_count
 

@@ -25,9 +25,10 @@ from hypothesis import strategies as st
 
 import ctxbudget._sources.claim as claim_module
 import ctxbudget._sources.dedup as dedup_module
-from ctxbudget import Chunk, ContextAssembler, CountCache, Dedup, TiktokenTokenizer
+from ctxbudget import Chunk, ContextAssembler, Dedup, TiktokenTokenizer
 from ctxbudget._sources.dedup import Deduplicator, Shingles, shingles
 from ctxbudget._textcache import ShingleCache, VerdictKey, shingle_cache
+from ctxbudget.types import CountCache
 from tests.support.factories import budget_for
 
 

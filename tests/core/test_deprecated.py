@@ -6,12 +6,46 @@ import pytest
 from pydantic import ValidationError
 
 import ctxbudget
+import ctxbudget.eval
+import ctxbudget.types
+from ctxbudget.eval import _cli
 
 # old top-level name -> (new public path, the new object)
 RENAMED = {
     "BudgetError": ("ctxbudget.InvalidBudgetError", ctxbudget.InvalidBudgetError),
     "trim_turns": ("ctxbudget.trim_history", ctxbudget.trim_history),
-    "TokenCounter": ("ctxbudget.CountCache", ctxbudget.CountCache),
+    "TokenCounter": ("ctxbudget.types.CountCache", ctxbudget.types.CountCache),
+}
+MOVED_TO_TYPES = [
+    "AnthropicMessage",
+    "AnthropicPrompt",
+    "AnthropicTool",
+    "BedrockMessage",
+    "BedrockPrompt",
+    "BedrockTool",
+    "CLAIMANTS",
+    "Claimant",
+    "CountMethod",
+    "FenceMode",
+    "GeminiContent",
+    "GeminiFunction",
+    "GeminiPrompt",
+    "HeaderCache",
+    "Message",
+    "MessageStyle",
+    "NoScope",
+    "OpenAIMessage",
+    "OpenAITool",
+    "Order",
+    "Role",
+    "SearchResultBlock",
+    "SearchResultPrompt",
+    "ShingleCache",
+    "SourceFormat",
+    "TextCache",
+]
+RENAMED |= {
+    name: (f"ctxbudget.types.{name}", getattr(ctxbudget.types, name)) for name in MOVED_TO_TYPES
 }
 
 
@@ -29,13 +63,13 @@ def test_old_top_level_name_is_not_in_all(old: str) -> None:
 
 def test_old_name_imports_with_a_warning() -> None:
     with pytest.warns(DeprecationWarning, match="use ctxbudget.InvalidBudgetError"):
-        from ctxbudget import BudgetError
+        from ctxbudget import BudgetError  # type: ignore[attr-defined]
     assert BudgetError is ctxbudget.InvalidBudgetError
 
 
 def test_unknown_top_level_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="module 'ctxbudget' has no attribute 'Nonesuch'"):
-        ctxbudget.Nonesuch  # noqa: B018
+        ctxbudget.Nonesuch  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_select_sources_old_options_keyword_warns_and_is_sources() -> None:
@@ -100,3 +134,10 @@ def test_selection_fence_fields_warn_and_read_the_frame(old: str, new: str) -> N
     with pytest.warns(DeprecationWarning, match=rf"Selection\.{old} is deprecated.*frame\.{new}$"):
         value = getattr(selection, old)
     assert value == getattr(selection.frame, new) != ""
+
+
+@pytest.mark.parametrize("old", ["cli_main", "load_model"])
+def test_eval_command_entry_points_warn_and_are_the_commands_own(old: str) -> None:
+    with pytest.warns(DeprecationWarning, match=rf"ctxbudget\.eval\.{old} is deprecated"):
+        assert getattr(ctxbudget.eval, old) is getattr(_cli, old)
+    assert old not in ctxbudget.eval.__all__

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from ctxbudget import (
     ContextAssembler,
-    CountCache,
     EstimateTokenizer,
     TiktokenTokenizer,
     count_method_of,
     get_tokenizer,
 )
+from ctxbudget.types import CountCache
 from tests.support.factories import chunk
 
 # Claude's count over o200k's on the note's samples (ctok v3, v4.7, v4.8; section 3.5).

@@ -19,9 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxbudget._joins
-from ctxbudget import CallableTokenizer, CountCache, TiktokenTokenizer, get_tokenizer
+from ctxbudget import CallableTokenizer, TiktokenTokenizer, get_tokenizer
 from ctxbudget._joins import SCAN, Counted, Ends, JoinCounter, Piece, ends, hard, join_counter
 from ctxbudget._tokens import VERIFY_JOINS
+from ctxbudget.types import CountCache
 from tests.support.join_cases import CONTEXTS, FRAGMENTS, SEPARATORS, roles, stride
 
 ENCODINGS = {name: get_tokenizer(name) for name in ("o200k_base", "cl100k_base")}

@@ -17,10 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ctxbudget._joins
-from ctxbudget import CountCache, TiktokenTokenizer, get_tokenizer
+from ctxbudget import TiktokenTokenizer, get_tokenizer
 from ctxbudget import _vocab as vocab
 from ctxbudget._joins import Counted, JoinCounter, Piece, hard, join_counter, stable
 from ctxbudget._tokens import VERIFY_JOINS
+from ctxbudget.types import CountCache
 from tests.support.join_cases import CONTEXTS, FRAGMENTS, SEPARATORS, roles, stride
 
 FAMILIES = ["llama3", "llama4", "qwen2.5", "qwen3.5"]

@@ -11,7 +11,6 @@ from ctxbudget import (
     Budget,
     Chunk,
     ContextAssembler,
-    CountCache,
     SourceOptions,
     Turn,
     get_tokenizer,
@@ -24,6 +23,7 @@ from ctxbudget._layout import FRAMES
 from ctxbudget._sources.claim import _around
 from ctxbudget._sources.pipeline import retrieved_claim
 from ctxbudget._sources.render import RenderOptions, render_source
+from ctxbudget.types import CountCache
 
 O200K = get_tokenizer("o200k_base")
 

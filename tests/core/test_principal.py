@@ -13,12 +13,12 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     InputError,
-    NoScope,
     Principal,
     SourceOptions,
     principal_for_call,
     select_sources,
 )
+from ctxbudget.types import NoScope
 from tests.support.factories import budget_for
 
 ACME = Principal(tenant="acme", groups=frozenset({"staff"}))

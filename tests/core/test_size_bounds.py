@@ -6,11 +6,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import Allocation, Chunk, CountCache, SourceOptions, get_tokenizer
+from ctxbudget import Allocation, Chunk, SourceOptions, get_tokenizer
 from ctxbudget._fence import datamark
 from ctxbudget._neutralise import neutralise
 from ctxbudget._normalised import is_blank
 from ctxbudget._sources.pipeline import retrieved_claim
+from ctxbudget.types import CountCache
 
 O200K = get_tokenizer("o200k_base")
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from ctxbudget import (
-    CountCache,
     HuggingFaceTokenizer,
     TiktokenTokenizer,
     TokenizerError,
@@ -25,6 +24,7 @@ from ctxbudget import (
 )
 from ctxbudget import _vocab as vocab
 from ctxbudget._joins import JoinCounter, join_counter
+from ctxbudget.types import CountCache
 
 TEXT = "Refunds are paid within 5 business days. 退款 \U0001f389 <|eot_id|>\n    indented\n"
 

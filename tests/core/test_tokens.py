@@ -16,8 +16,6 @@ from tokenizers import models, pre_tokenizers, processors
 
 from ctxbudget import (
     CallableTokenizer,
-    CountCache,
-    CountMethod,
     HuggingFaceTokenizer,
     TiktokenTokenizer,
     Tokenizer,
@@ -27,6 +25,7 @@ from ctxbudget import (
     get_tokenizer,
 )
 from ctxbudget import _tokens as tokens
+from ctxbudget.types import CountCache, CountMethod
 
 
 class RecordingCount:

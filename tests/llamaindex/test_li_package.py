@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import types
@@ -74,3 +75,16 @@ def test_old_metadata_mapping_name_warns_and_is_node_metadata_mapping() -> None:
         old = llamaindex_ctxbudget.MetadataMapping  # type: ignore[attr-defined]
     assert old is llamaindex_ctxbudget.NodeMetadataMapping
     assert "MetadataMapping" not in llamaindex_ctxbudget.__all__
+
+
+def test_every_public_class_is_named_by_the_package_and_pickles_by_that_path() -> None:
+    classes = [
+        value
+        for name in llamaindex_ctxbudget.__all__
+        if isinstance(value := getattr(llamaindex_ctxbudget, name), type)
+    ]
+    assert {cls.__name__: cls.__module__ for cls in classes} == {
+        cls.__name__: "llamaindex_ctxbudget" for cls in classes
+    }
+    for cls in classes:
+        assert pickle.loads(pickle.dumps(cls)) is cls

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ctxbudget import (
     Budget,
-    Claimant,
     InvalidBudgetError,
     Tokenizer,
     TokenizerError,
@@ -17,6 +16,7 @@ from ctxbudget import (
 )
 from ctxbudget._cli.errors import CliError, UsageError
 from ctxbudget._tokens import PATTERN_NAMES
+from ctxbudget.types import Claimant
 
 __all__ = [
     "add_budget",

@@ -18,12 +18,12 @@ from ctxbudget import (
     Budget,
     Chunk,
     ContextAssembler,
-    CountCache,
     Dedup,
     SourceOptions,
     get_tokenizer,
 )
 from ctxbudget.eval._errors import EvalError
+from ctxbudget.types import CountCache
 
 __all__ = [
     "DEFAULT_SYSTEM",
