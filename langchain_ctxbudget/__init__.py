@@ -12,6 +12,7 @@ checked against the sources it was shown), `AccessMarker` with the store filters
 once, and converts back.
 """
 
+import typing as _typing
 from importlib import metadata as _metadata
 
 try:
@@ -22,7 +23,9 @@ except ImportError as _error:
         "pip install 'ctxbudget[langchain]'"
     ) from _error
 
-from langchain_ctxbudget._convert import MetadataMapping
+from ctxbudget._deprecated import module_getattr as _module_getattr
+from ctxbudget._public import rehome as _rehome
+from langchain_ctxbudget._convert import DocumentMetadataMapping
 from langchain_ctxbudget.cache_monitor import CacheMonitorHandler
 from langchain_ctxbudget.citations import CheckCitations, fence_numbered
 from langchain_ctxbudget.compressor import ContextBudgetCompressor
@@ -39,6 +42,13 @@ from langchain_ctxbudget.transformer import ContextBudgetTransformer
 
 __version__ = _metadata.version("ctxbudget")
 
+# Old names for one release (CHANGELOG.md): each warns and returns what replaced it.
+_RENAMED: dict[str, tuple[str, object]] = {
+    "MetadataMapping": ("langchain_ctxbudget.DocumentMetadataMapping", DocumentMetadataMapping),
+}
+if not _typing.TYPE_CHECKING:
+    __getattr__ = _module_getattr(__name__, _RENAMED)
+
 __all__ = [
     "AccessMarker",
     "CacheMonitorHandler",
@@ -48,12 +58,14 @@ __all__ = [
     "ContextBudgetRunnable",
     "ContextBudgetTransformer",
     "ContextWithSources",
-    "MetadataMapping",
+    "DocumentMetadataMapping",
     "SourcedContext",
     "TokenCountTransformer",
     "fence_numbered",
     "history_trimmer",
     "trim_history",
 ]
+
+_rehome(__name__, globals(), __all__)
 
 del _langchain_core

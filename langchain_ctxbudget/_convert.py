@@ -1,7 +1,7 @@
 """Document metadata ⇄ `Chunk` fields: a pure mapping, no framework import.
 
 A LangChain `Document` is three things: an optional id, its text and a metadata
-dict whose keys vary by loader and vector store. `MetadataMapping` says which keys
+dict whose keys vary by loader and vector store. `DocumentMetadataMapping` says which keys
 fill which `Chunk` field; `to_chunks` applies it to many documents at once, naming
 the document index and the metadata key in every error, and `metadata_of` goes
 back from a `Chunk` to metadata (for a whole document the core loaded itself).
@@ -18,19 +18,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ctxbudget import Chunk, InputError, acl_from_metadata, ingest_count
 
-__all__ = ["MetadataMapping", "RawDocument", "metadata_of", "to_chunks"]
+__all__ = ["DocumentMetadataMapping", "RawDocument", "metadata_of", "to_chunks"]
 
 RawDocument = tuple[str | None, str, Mapping[str, Any]]
 """A document as plain data: (id or None, text, metadata)."""
 
 _Keys = tuple[str, ...]
+_ACL_FIX = "name it in DocumentMetadataMapping(tenant=...) or (groups=...)"
+"""How `acl_from_metadata` tells a user to map an access-rule key it cannot enforce."""
 
 _ACL_FIELDS: Final = ("tenant", "groups")
 _NOT_FIELDS: Final = ("heading_levels",)
 """Mapping entries that fill a `Chunk` field by a rule of their own, not key by key."""
 
 
-class MetadataMapping(BaseModel):
+class DocumentMetadataMapping(BaseModel):
     """Which `Document.metadata` keys fill which `Chunk` field; for each field the first
     key present (and not None) wins.
 
@@ -40,7 +42,7 @@ class MetadataMapping(BaseModel):
     so is any other key that looks like an access rule (``tenant_id``,
     ``allowed_groups``, ...), whatever else is set: name it here to enforce it.
 
-    >>> MetadataMapping(tenant=("tenant", "org_id")).tenant
+    >>> DocumentMetadataMapping(tenant=("tenant", "org_id")).tenant
     ('tenant', 'org_id')
     """
 
@@ -83,7 +85,7 @@ class MetadataMapping(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _each_key_once(self) -> MetadataMapping:
+    def _each_key_once(self) -> DocumentMetadataMapping:
         owner: dict[str, str] = {}
         for field, keys in self._fields():
             for key in keys:
@@ -138,12 +140,14 @@ def _where(index: int, used: Mapping[str, str], error: ValidationError) -> str:
 
 
 def _to_chunk(
-    index: int, document: RawDocument, mapping: MetadataMapping, *, tokenizer: str | None
+    index: int, document: RawDocument, mapping: DocumentMetadataMapping, *, tokenizer: str | None
 ) -> Chunk:
     """One document as a `Chunk`; `InputError` naming ``documents[index]`` and the key."""
     given, content, metadata = document
     try:
-        acl = acl_from_metadata(metadata, tenant=mapping.tenant, groups=mapping.groups)
+        acl = acl_from_metadata(
+            metadata, tenant=mapping.tenant, groups=mapping.groups, fix=_ACL_FIX
+        )
     except InputError as error:
         raise InputError(f"documents[{index}] {error}") from None
     fields: dict[str, Any] = {"tenant": acl.tenant, "groups": acl.groups}
@@ -179,7 +183,7 @@ def _to_chunk(
 
 def to_chunks(
     documents: Sequence[RawDocument],
-    mapping: MetadataMapping | None = None,
+    mapping: DocumentMetadataMapping | None = None,
     *,
     tokenizer: str | None = None,
 ) -> list[Chunk]:
@@ -191,20 +195,20 @@ def to_chunks(
             ctxbudget's ingest for exactly this text and tokenizer (`ctxbudget.ingest_count`)
             becomes `Chunk.tokens`, any other count in metadata is ignored.
     """
-    mapping = MetadataMapping() if mapping is None else mapping
+    mapping = DocumentMetadataMapping() if mapping is None else mapping
     return [
         _to_chunk(index, document, mapping, tokenizer=tokenizer)
         for index, document in enumerate(documents)
     ]
 
 
-def metadata_of(chunk: Chunk, mapping: MetadataMapping | None = None) -> dict[str, Any]:
+def metadata_of(chunk: Chunk, mapping: DocumentMetadataMapping | None = None) -> dict[str, Any]:
     """A chunk's fields back as metadata, under each field's first key; unset fields left out.
 
     `to_chunks` reads this back to an equal chunk (given the same id), for every field the
     mapping names a key for; `source` and `embedding` are not mapped.
     """
-    mapping = MetadataMapping() if mapping is None else mapping
+    mapping = DocumentMetadataMapping() if mapping is None else mapping
     out: dict[str, Any] = dict(chunk.metadata)
     for field, keys in mapping._fields():
         if field in _NOT_FIELDS:

@@ -36,15 +36,15 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     InputError,
-    NoScope,
     Principal,
     Selection,
     Source,
     Tool,
     principal_for_call,
 )
+from ctxbudget.types import NoScope
 from langchain_ctxbudget._content import Parts, message_parts
-from langchain_ctxbudget._convert import MetadataMapping, metadata_of, to_chunks
+from langchain_ctxbudget._convert import DocumentMetadataMapping, metadata_of, to_chunks
 
 __all__ = [
     "REPORT_EVENT",
@@ -99,7 +99,7 @@ def documents_of(
 
 
 def chunks_of(
-    documents: Sequence[Document], mapping: MetadataMapping, assembler: ContextAssembler
+    documents: Sequence[Document], mapping: DocumentMetadataMapping, assembler: ContextAssembler
 ) -> list[Chunk]:
     """Documents as chunks, through `mapping`, trusting only ingest counts made for the
     assembler's tokenizer (see `to_chunks`)."""
@@ -116,7 +116,7 @@ def budgeted_documents(
     *,
     principal: Principal | None,
     max_tokens: int | None,
-    mapping: MetadataMapping,
+    mapping: DocumentMetadataMapping,
 ) -> tuple[list[Document], Selection]:
     """`documents` selected by the core's retrieved pipeline, as new cited Documents."""
     given = documents_of(documents)
@@ -129,7 +129,7 @@ def cited_documents(
     selection: Selection,
     documents: Sequence[Document],
     chunks: Sequence[Chunk],
-    mapping: MetadataMapping,
+    mapping: DocumentMetadataMapping,
 ) -> list[Document]:
     """The selected sources as new Documents in prompt order: the rendered source as
     ``page_content``, ``metadata["citation"] = n`` and ``metadata["fence"]``, what opens

@@ -41,15 +41,8 @@ from langchain_core.messages import (
 from langchain_core.prompt_values import PromptValue
 from pydantic import ValidationError
 
-from ctxbudget import (
-    CONVERSATION_START,
-    InputError,
-    Role,
-    TokenCounter,
-    TrimmedHistory,
-    Turn,
-    neutralise_section,
-)
+from ctxbudget import CONVERSATION_START, InputError, TrimmedHistory, Turn, neutralise_section
+from ctxbudget.types import CountCache, Role
 from langchain_ctxbudget._content import Parts
 from langchain_ctxbudget._langchain import parts_of, problem, sent_message
 
@@ -258,7 +251,7 @@ def _groups(
 
 
 def conversation_of(
-    name: str, messages: object, *, counter: TokenCounter | None = None
+    name: str, messages: object, *, counter: CountCache | None = None
 ) -> Conversation:
     """`messages` as a `Conversation`: one turn per non-system message, named ``name[i]``
     by its index in the caller's list. Texts are neutralised through `counter` when given
@@ -305,5 +298,5 @@ def _turn(
         raise InputError(f"{name}[{index}] {problem(error)}") from None
 
 
-def _remembered(counter: TokenCounter, text: str) -> str:
+def _remembered(counter: CountCache, text: str) -> str:
     return counter.rewritten(text, neutralise_section)

@@ -14,7 +14,7 @@ from langchain_core.language_models import BaseChatModel
 
 from ctxbudget import (
     Budget,
-    BudgetError,
+    InvalidBudgetError,
     Tokenizer,
     TokenizerError,
     get_tokenizer,
@@ -69,7 +69,7 @@ def model_budget(
     """`layout` (`Budget.for_context_window`, or `Budget.for_agent` for an agent's calls) of
     the model's window: its ``profile["max_input_tokens"]``, else the window its server was
     set to (``num_ctx``, as ChatOllama holds it), else the window `resolve_model` knows for
-    its name; a `BudgetError` saying what to pass when none is known."""
+    its name; a `InvalidBudgetError` saying what to pass when none is known."""
     for window in ((chat_model.profile or {}).get("max_input_tokens"), _num_ctx(chat_model)):
         if isinstance(window, int) and not isinstance(window, bool) and window > 0:
             return layout(window, reserve_output=reserve_output)
@@ -81,7 +81,7 @@ def model_budget(
             window = None
         if window is not None:
             return layout(window, reserve_output=reserve_output)
-    raise BudgetError(
+    raise InvalidBudgetError(
         f"{type(chat_model).__name__} has no profile['max_input_tokens'] or num_ctx, and its model "
         f"({name!r}) has no window ctxbudget knows (an Ollama or vLLM model's is its "
         "server's setting), so its context window is unknown; pass "

@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import ConfigDict, Field, model_validator
 
 from ctxbudget import ContextAssembler, InputError, traced
-from langchain_ctxbudget._convert import MetadataMapping
+from langchain_ctxbudget._convert import DocumentMetadataMapping
 from langchain_ctxbudget._langchain import (
     REPORT_EVENT,
     budgeted_documents,
@@ -55,7 +55,7 @@ class ContextBudgetCompressor(BaseDocumentCompressor):
     max_tokens: int | None = None
     """The block's limit; None uses the budget's ``retrieved`` allocation (its min stays
     the floor: sources found but none sent raise above it)."""
-    mapping: MetadataMapping = Field(default_factory=MetadataMapping)
+    mapping: DocumentMetadataMapping = Field(default_factory=DocumentMetadataMapping)
     """Which `Document.metadata` keys fill which `Chunk` field."""
 
     @model_validator(mode="before")

@@ -3,7 +3,7 @@ is spent on documents the principal may see (docs/permissions.md,
 "Permission filters before retrieval").
 
 Every builder translates the core's rule, never its own: `ctxbudget.permit_filter` over the
-keys `MetadataMapping` maps to tenant and groups, or, for stores that cannot test that a key
+keys `DocumentMetadataMapping` maps to tenant and groups, or, for stores that cannot test that a key
 is absent (Chroma) or tell an empty list from a missing key (Qdrant, Elasticsearch), the
 core's access tokens that `AccessMarker` writes at ingest. Where a store says less than the
 rule, the translation admits less, never more, and says so. The retrieved documents still
@@ -31,7 +31,7 @@ from ctxbudget import (
     permit_filter,
     permit_tokens,
 )
-from langchain_ctxbudget._convert import MetadataMapping, to_chunks
+from langchain_ctxbudget._convert import DocumentMetadataMapping, to_chunks
 
 if TYPE_CHECKING:
     from qdrant_client import models
@@ -51,14 +51,14 @@ class AccessMarker(BaseDocumentTransformer):
     """Documents with their ACL added as the core's access tokens (``ctxbudget_access``), which
     `chroma_where`, `qdrant_filter` and `elasticsearch_filter` match; run it before the store.
 
-    The ACL is read as every component reads it (`MetadataMapping`, the core's
+    The ACL is read as every component reads it (`DocumentMetadataMapping`, the core's
     `acl_from_metadata`), so an ACL-looking key nobody mapped is an `InputError` here, at
     ingest. Returns new documents; the inputs are not changed. Run it again whenever a
     document's ACL changes: a document without tokens never passes those filters.
     """
 
-    def __init__(self, mapping: MetadataMapping | None = None) -> None:
-        self.mapping = MetadataMapping() if mapping is None else mapping
+    def __init__(self, mapping: DocumentMetadataMapping | None = None) -> None:
+        self.mapping = DocumentMetadataMapping() if mapping is None else mapping
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[Document]:
         """Copies of `documents`, each with its access tokens in ``metadata``."""
@@ -81,9 +81,11 @@ class AccessMarker(BaseDocumentTransformer):
 
 
 def _rule(
-    principal: Principal | None, mapping: MetadataMapping | None, policy: AccessPolicy | None
+    principal: Principal | None,
+    mapping: DocumentMetadataMapping | None,
+    policy: AccessPolicy | None,
 ) -> PermitFilter:
-    mapping = MetadataMapping() if mapping is None else mapping
+    mapping = DocumentMetadataMapping() if mapping is None else mapping
     return permit_filter(
         principal, tenant_keys=mapping.tenant, groups_keys=mapping.groups, policy=policy
     )
@@ -92,7 +94,7 @@ def _rule(
 def in_memory_filter(
     principal: Principal | None,
     *,
-    mapping: MetadataMapping | None = None,
+    mapping: DocumentMetadataMapping | None = None,
     policy: AccessPolicy | None = None,
 ) -> Callable[[Document], bool]:
     """`InMemoryVectorStore`'s ``filter=`` (a callable on each `Document`): exactly the permit
@@ -144,7 +146,7 @@ def _translate(
 def pgvector_filter(
     principal: Principal | None,
     *,
-    mapping: MetadataMapping | None = None,
+    mapping: DocumentMetadataMapping | None = None,
     policy: AccessPolicy | None = None,
 ) -> dict[str, Any]:
     """langchain-postgres `PGVector`'s ``filter=`` dict: the permit rule over the mapped keys,
@@ -174,7 +176,7 @@ def _pinecone_matches(key: str, values: tuple[str | int, ...]) -> dict[str, Any]
 def pinecone_filter(
     principal: Principal | None,
     *,
-    mapping: MetadataMapping | None = None,
+    mapping: DocumentMetadataMapping | None = None,
     policy: AccessPolicy | None = None,
 ) -> dict[str, Any]:
     """A Pinecone metadata filter (`PineconeVectorStore`'s ``filter=``): the permit rule over

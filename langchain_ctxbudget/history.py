@@ -20,6 +20,7 @@ from ctxbudget import (
     TrimmedHistory,
     traced,
 )
+from ctxbudget._deprecated import renamed_keyword
 from langchain_ctxbudget._messages import Conversation, conversation_of, positions_of
 from langchain_ctxbudget._model import model_tokenizer
 from langchain_ctxbudget._summaries import Summarize, SummarizeWith, summarizer_of
@@ -38,12 +39,12 @@ class _Trimmer:
     def __init__(
         self,
         tokenizer: str | Tokenizer | BaseChatModel,
-        options: HistoryOptions | None,
+        history: HistoryOptions | None,
         summarize: SummarizeWith | None,
     ) -> None:
         if isinstance(tokenizer, BaseChatModel):
             tokenizer = model_tokenizer(tokenizer, where="trim_history")
-        self.assembler = ContextAssembler(tokenizer=tokenizer, history=options)
+        self.assembler = ContextAssembler(tokenizer=tokenizer, history=history)
         self.summarizer = summarizer_of(summarize, where="trim_history")
 
     def _prepare(self, messages: object, max_tokens: int) -> tuple[Conversation, int]:
@@ -106,12 +107,13 @@ def _sent(conversation: Conversation, trimmed: TrimmedHistory) -> list[BaseMessa
     return [*conversation.system_messages(), *history]
 
 
+@renamed_keyword("trim_history", "options", "history")
 def trim_history(
     messages: Messages,
     *,
     max_tokens: int,
     tokenizer: str | Tokenizer | BaseChatModel,
-    options: HistoryOptions | None = None,
+    history: HistoryOptions | None = None,
     summarize: SummarizeWith | None = None,
 ) -> list[BaseMessage]:
     """The messages that fit in `max_tokens` (docs/agents.md, "In LangChain"): every system
@@ -135,10 +137,10 @@ def trim_history(
         messages: LangChain messages, or message-likes as ``trim_messages`` reads them.
         tokenizer: a tiktoken model or encoding name, a `Tokenizer`, or a chat model whose
             model name resolves to one.
-        options: tool-result clearing and summaries (`HistoryOptions`; clearing is on).
+        history: tool-result clearing and summaries (`HistoryOptions`; clearing is on).
         summarize: writes the summary standing where messages were left out: a chat model
             (sent a short summary prompt with the excerpt) or a function of the left-out
-            messages returning str or None. It overrides ``options.summarize``.
+            messages returning str or None. It overrides ``history.summarize``.
 
     Compared with ``langchain_core.messages.trim_messages(strategy="last",
     include_system=True, start_on="human")``, which keeps one system message at index 0
@@ -154,14 +156,15 @@ def trim_history(
         InputError: a message it cannot read or count, a tool result without its call, a
             call left unanswered.
     """
-    return _Trimmer(tokenizer, options, summarize).trim(messages, max_tokens)
+    return _Trimmer(tokenizer, history, summarize).trim(messages, max_tokens)
 
 
+@renamed_keyword("history_trimmer", "options", "history")
 def history_trimmer(
     *,
     max_tokens: int,
     tokenizer: str | Tokenizer | BaseChatModel,
-    options: HistoryOptions | None = None,
+    history: HistoryOptions | None = None,
     summarize: SummarizeWith | None = None,
 ) -> Runnable[Messages, list[BaseMessage]]:
     """`trim_history` as a Runnable, for a chain: ``history_trimmer(...) | prompt | model``.
@@ -171,7 +174,7 @@ def history_trimmer(
     ``ainvoke`` awaits a chat model's summaries (``ainvoke``) between two passes, so the
     event loop never waits on one.
     """
-    trimmer = _Trimmer(tokenizer, options, summarize)
+    trimmer = _Trimmer(tokenizer, history, summarize)
 
     def trim(messages: Messages) -> list[BaseMessage]:
         return trimmer.trim(messages, max_tokens)

@@ -16,7 +16,7 @@ from langchain_core.runnables import RunnableConfig, ensure_config, patch_config
 from pydantic import ConfigDict, Field
 
 from ctxbudget import ContextAssembler, Principal, traced
-from langchain_ctxbudget._convert import MetadataMapping
+from langchain_ctxbudget._convert import DocumentMetadataMapping
 from langchain_ctxbudget._langchain import (
     REPORT_EVENT,
     budgeted_documents,
@@ -59,7 +59,7 @@ class ContextBudgetRetriever(BaseRetriever):
     max_tokens: int | None = None
     """The block's limit; None uses the budget's ``retrieved`` allocation (its min stays
     the floor: sources found but none sent raise above it)."""
-    mapping: MetadataMapping = Field(default_factory=MetadataMapping)
+    mapping: DocumentMetadataMapping = Field(default_factory=DocumentMetadataMapping)
     """Which `Document.metadata` keys fill which `Chunk` field."""
 
     @traced("ctxbudget.langchain.ContextBudgetRetriever.invoke")

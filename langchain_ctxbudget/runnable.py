@@ -32,7 +32,7 @@ from ctxbudget import (
     permitted,
     traced,
 )
-from langchain_ctxbudget._convert import MetadataMapping
+from langchain_ctxbudget._convert import DocumentMetadataMapping
 from langchain_ctxbudget._langchain import (
     REPORT_EVENT,
     assembled_report,
@@ -119,7 +119,7 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
     cache_control: bool = False
     """Mark the end of the stable prefix with Anthropic's ``cache_control`` (dict input).
     Leave False for providers that reject unknown content-block keys (OpenAI)."""
-    mapping: MetadataMapping = Field(default_factory=MetadataMapping)
+    mapping: DocumentMetadataMapping = Field(default_factory=DocumentMetadataMapping)
     """Which `Document.metadata` keys fill which `Chunk` field."""
     summarize: SummarizeWith | None = None
     """What writes the summaries standing where history messages were left out (dict input):
@@ -141,7 +141,7 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
         history: HistoryOptions | None = None,
         principal: Principal | None = None,
         cache_control: bool | None = None,
-        mapping: MetadataMapping | None = None,
+        mapping: DocumentMetadataMapping | None = None,
         summarize: SummarizeWith | None = None,
     ) -> ContextBudgetRunnable:
         """A runnable sized to `chat_model`: the budget from its ``profile["max_input_tokens"]``
@@ -172,7 +172,7 @@ class ContextBudgetRunnable(RunnableSerializable[Input, Output]):
             assembler=assembler,
             principal=principal,
             cache_control=cache_control,
-            mapping=MetadataMapping() if mapping is None else mapping,
+            mapping=DocumentMetadataMapping() if mapping is None else mapping,
             summarize=summarize,
         )
 

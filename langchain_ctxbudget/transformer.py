@@ -7,8 +7,9 @@ from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
 
-from ctxbudget import NO_SCOPE, ContextAssembler, NoScope, Principal, principal_for_call, traced
-from langchain_ctxbudget._convert import MetadataMapping
+from ctxbudget import NO_SCOPE, ContextAssembler, Principal, principal_for_call, traced
+from ctxbudget.types import NoScope
+from langchain_ctxbudget._convert import DocumentMetadataMapping
 from langchain_ctxbudget._langchain import budgeted_documents, principal_of
 
 __all__ = ["ContextBudgetTransformer"]
@@ -37,7 +38,7 @@ class ContextBudgetTransformer(BaseDocumentTransformer):
         *,
         principal: Principal | None = None,
         max_tokens: int | None = None,
-        mapping: MetadataMapping | None = None,
+        mapping: DocumentMetadataMapping | None = None,
     ) -> None:
         """
         Args:
@@ -50,7 +51,7 @@ class ContextBudgetTransformer(BaseDocumentTransformer):
         self.assembler = assembler
         self.principal = principal
         self.max_tokens = max_tokens
-        self.mapping = MetadataMapping() if mapping is None else mapping
+        self.mapping = DocumentMetadataMapping() if mapping is None else mapping
 
     @traced("ctxbudget.langchain.ContextBudgetTransformer.transform_documents")
     def transform_documents(

@@ -14,6 +14,7 @@ decisions are reported as LlamaIndex instrumentation events (`SourcesSelectedEve
 `ContextPackedEvent`, `HistoryTrimmedEvent`).
 """
 
+import typing as _typing
 from importlib import metadata as _metadata
 
 try:
@@ -24,7 +25,9 @@ except ImportError as _error:
         "pip install 'ctxbudget[llamaindex]'"
     ) from _error
 
-from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
+from ctxbudget._deprecated import module_getattr as _module_getattr
+from ctxbudget._public import rehome as _rehome
+from llamaindex_ctxbudget._convert import NodeMetadataMapping, to_chunk
 from llamaindex_ctxbudget.citations import check_response_citations, source_numbers
 from llamaindex_ctxbudget.events import (
     ContextPackedEvent,
@@ -45,6 +48,13 @@ from llamaindex_ctxbudget.prompt_helper import ContextBudgetPromptHelper
 
 __version__ = _metadata.version("ctxbudget")
 
+# Old names for one release (CHANGELOG.md): each warns and returns what replaced it.
+_RENAMED: dict[str, tuple[str, object]] = {
+    "MetadataMapping": ("llamaindex_ctxbudget.NodeMetadataMapping", NodeMetadataMapping),
+}
+if not _typing.TYPE_CHECKING:
+    __getattr__ = _module_getattr(__name__, _RENAMED)
+
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",
     "AccessMarker",
@@ -56,7 +66,7 @@ __all__ = [
     "DocstoreLoader",
     "FencedNode",
     "HistoryTrimmedEvent",
-    "MetadataMapping",
+    "NodeMetadataMapping",
     "PrincipalRetriever",
     "SourcesSelectedEvent",
     "TokenCounter",
@@ -66,5 +76,7 @@ __all__ = [
     "source_numbers",
     "to_chunk",
 ]
+
+_rehome(__name__, globals(), __all__)
 
 del _llama_index_core

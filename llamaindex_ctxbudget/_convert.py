@@ -3,7 +3,7 @@
 A node brings its text, an id, the document it was cut from (the ``SOURCE``
 relationship, i.e. ``ref_doc_id``, which also holds that document's metadata), a
 metadata dict whose keys vary by reader and node parser, and a retrieval score beside
-it in `NodeWithScore`. `MetadataMapping` says which metadata keys fill which `Chunk`
+it in `NodeWithScore`. `NodeMetadataMapping` says which metadata keys fill which `Chunk`
 field; `to_chunk` applies it and names the node and the key in every error. The ACL
 comes from the core's one mapping (`ctxbudget.acl_from_metadata`), applied to the node
 and to its source document alike; an ingest count is used only when
@@ -35,7 +35,7 @@ __all__ = [
     "MAX_METADATA_DEPTH",
     "ORDINAL_KEY",
     "WARNINGS_KEY",
-    "MetadataMapping",
+    "NodeMetadataMapping",
     "source_metadata",
     "to_chunk",
 ]
@@ -54,9 +54,11 @@ recurses) into the nodes it returns, and LlamaIndex prints it recursively when i
 node; past a few hundred levels both fail with a bare RecursionError."""
 
 _Keys = tuple[str, ...]
+_ACL_FIX = "name it in NodeMetadataMapping(tenant=...) or (groups=...)"
+"""How `acl_from_metadata` tells a user to map an access-rule key it cannot enforce."""
 
 
-class MetadataMapping(BaseModel):
+class NodeMetadataMapping(BaseModel):
     """Which node metadata keys fill which `Chunk` field; for each field the first key present
     (and not None) wins.
 
@@ -67,7 +69,7 @@ class MetadataMapping(BaseModel):
     (``tenant_id``, ``allowed_groups``, ``acl``, ...) but is named for neither is an error
     whatever else is set: name it here so it is enforced.
 
-    >>> MetadataMapping(tenant=("tenant_id",)).tenant
+    >>> NodeMetadataMapping(tenant=("tenant_id",)).tenant
     ('tenant_id',)
     """
 
@@ -102,7 +104,7 @@ class MetadataMapping(BaseModel):
     )
 
     @model_validator(mode="after")
-    def _each_key_once(self) -> MetadataMapping:
+    def _each_key_once(self) -> NodeMetadataMapping:
         owner: dict[str, str] = {}
         for field in ("title", "heading_path", "tenant", "groups"):
             for key in getattr(self, field):
@@ -205,9 +207,13 @@ def source_metadata(
     return source.node_id, {} if document is None else document.metadata
 
 
-def _acl(node_id: str, where: str, metadata: Mapping[str, Any], mapping: MetadataMapping) -> Acl:
+def _acl(
+    node_id: str, where: str, metadata: Mapping[str, Any], mapping: NodeMetadataMapping
+) -> Acl:
     try:
-        return acl_from_metadata(metadata, tenant=mapping.tenant, groups=mapping.groups)
+        return acl_from_metadata(
+            metadata, tenant=mapping.tenant, groups=mapping.groups, fix=_ACL_FIX
+        )
     except InputError as error:
         raise InputError(f"node {node_id!r} {where}: {error}") from None
 
@@ -237,7 +243,7 @@ def to_chunk(
     node: BaseNode,
     *,
     score: float | None = None,
-    mapping: MetadataMapping | None = None,
+    mapping: NodeMetadataMapping | None = None,
     tokenizer: str | None = None,
     docstore: BaseDocumentStore | None = None,
 ) -> Chunk:
@@ -251,7 +257,7 @@ def to_chunk(
     (``ctxbudget_ordinal``), else the node's ``start_char_idx``. `InputError` names the
     node and the metadata key at fault.
     """
-    mapping = MetadataMapping() if mapping is None else mapping
+    mapping = NodeMetadataMapping() if mapping is None else mapping
     _check_depth(node)
     metadata = node.metadata
     document, document_metadata = source_metadata(node, docstore)

@@ -46,7 +46,8 @@ from llama_index.core.base.llms.types import (
 )
 from pydantic import BaseModel, ValidationError
 
-from ctxbudget import InputError, Role, ToolCall, TrimmedHistory, Turn, message_text
+from ctxbudget import InputError, ToolCall, TrimmedHistory, Turn, message_text
+from ctxbudget.types import Role
 
 __all__ = ["Conversation", "conversation", "inert", "sent_messages"]
 

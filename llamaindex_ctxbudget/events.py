@@ -13,6 +13,7 @@ from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr
 from llama_index.core.instrumentation.events import BaseEvent
 
 from ctxbudget import Dropped, SummarySpan
+from ctxbudget._deprecated import warn_renamed
 
 __all__ = ["ContextPackedEvent", "HistoryTrimmedEvent", "SourcesSelectedEvent", "dispatcher"]
 
@@ -45,12 +46,18 @@ class ContextPackedEvent(BaseEvent):
 
     space: int
     """Tokens the prompt template, its history and ``num_output`` left for sources."""
-    pieces: list[list[int]]
+    numbers: list[list[int]]
     """Per LLM call, the [n] of the sources it gets, in order."""
     untrusted: list[int]
     """Per LLM call, how many texts that are not sources it gets (fenced as data)."""
     tokens: list[int]
     """Per LLM call, the exact token count of its fenced context."""
+
+    @property
+    def pieces(self) -> list[list[int]]:
+        """Deprecated: read `numbers`."""
+        warn_renamed("ContextPackedEvent.pieces", "ContextPackedEvent.numbers")
+        return self.numbers
 
     @classmethod
     def class_name(cls) -> str:

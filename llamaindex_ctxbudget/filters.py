@@ -30,7 +30,7 @@ from ctxbudget import (
     permit_tokens,
     principal_for_call,
 )
-from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
+from llamaindex_ctxbudget._convert import NodeMetadataMapping, to_chunk
 from llamaindex_ctxbudget.postprocessor import _PRINCIPAL
 
 __all__ = ["AccessMarker", "PrincipalRetriever", "principal_filters"]
@@ -48,8 +48,8 @@ class AccessMarker(TransformComponent):
     >>> steps = [SentenceSplitter(), AccessMarker()]  # doctest: +SKIP
     """
 
-    mapping: MetadataMapping = Field(
-        default_factory=MetadataMapping,
+    mapping: NodeMetadataMapping = Field(
+        default_factory=NodeMetadataMapping,
         description="Which node metadata keys hold the ACL (as for the postprocessor).",
     )
 

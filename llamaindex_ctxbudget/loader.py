@@ -5,7 +5,7 @@ from __future__ import annotations
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 
 from ctxbudget import Chunk, Principal
-from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
+from llamaindex_ctxbudget._convert import NodeMetadataMapping, to_chunk
 
 __all__ = ["DocstoreLoader"]
 
@@ -26,7 +26,7 @@ class DocstoreLoader:
         self,
         docstore: BaseDocumentStore,
         *,
-        mapping: MetadataMapping | None = None,
+        mapping: NodeMetadataMapping | None = None,
         tokenizer: str | None = None,
     ) -> None:
         """
@@ -36,7 +36,7 @@ class DocstoreLoader:
                 from another tokenizer are recounted).
         """
         self.docstore = docstore
-        self.mapping = MetadataMapping() if mapping is None else mapping
+        self.mapping = NodeMetadataMapping() if mapping is None else mapping
         self.tokenizer = tokenizer
 
     def load_sections(self, document_id: str, principal: Principal | None) -> list[Chunk] | None:

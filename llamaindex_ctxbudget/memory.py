@@ -23,6 +23,7 @@ from ctxbudget import (
     neutralise_section,
     traced,
 )
+from ctxbudget._deprecated import renamed_keyword
 from llamaindex_ctxbudget._config import budget_for, build_assembler
 from llamaindex_ctxbudget._messages import Conversation, conversation, inert, sent_messages
 from llamaindex_ctxbudget.events import HistoryTrimmedEvent, dispatcher
@@ -105,7 +106,7 @@ class ContextBudgetMemory(BaseChatStoreMemory):
         if summarize is not None and not isinstance(summarize, LLM):
             raise InputError(
                 f"summarize must be a LlamaIndex LLM, but got {type(summarize).__name__}; for "
-                "a function of ctxbudget Turns, pass options=HistoryOptions(summarize=...)"
+                "a function of ctxbudget Turns, pass history=HistoryOptions(summarize=...)"
             )
         if summarize is not None and assembler.history.summarize is not None:
             raise InputError(
@@ -132,6 +133,7 @@ class ContextBudgetMemory(BaseChatStoreMemory):
         return self._input
 
     @classmethod
+    @renamed_keyword("ContextBudgetMemory.from_defaults", "options", "history")
     def from_defaults(  # type: ignore[override]
         cls,
         chat_history: list[ChatMessage] | None = None,
@@ -140,7 +142,7 @@ class ContextBudgetMemory(BaseChatStoreMemory):
         tokenizer: str | Tokenizer | None = None,
         assembler: ContextAssembler | None = None,
         token_limit: int | None = None,
-        options: HistoryOptions | None = None,
+        history: HistoryOptions | None = None,
         summarize: LLM | None = None,
         summary_prompt: str = DEFAULT_SUMMARY_PROMPT,
         chat_store: BaseChatStore | None = None,
@@ -154,14 +156,14 @@ class ContextBudgetMemory(BaseChatStoreMemory):
             tokenizer: the model's tokenizer (by default the one `llm`'s model name names);
                 or pass `assembler`, whose budget's history allocation is the limit when
                 neither `token_limit` nor `llm` is given.
-            options: tool-result clearing and summaries (`HistoryOptions`).
+            history: tool-result clearing and summaries (`HistoryOptions`).
             summarize: an LLM that writes the summary of messages left out (``complete``,
                 or ``acomplete`` in `aget`), called only when messages are left out and
                 once per run of them; a failure leaves the gap marker.
             summary_prompt: its prompt, with ``{conversation}`` where the messages go.
         """
         built = build_assembler(
-            assembler, tokenizer=tokenizer, sources=None, history=options, llm=llm
+            assembler, tokenizer=tokenizer, sources=None, history=history, llm=llm
         )
         if token_limit is None:
             token_limit = _limit_of(built.budget if llm is None else budget_for(llm.metadata))

@@ -43,7 +43,6 @@ from ctxbudget import (
     ContextAssembler,
     ContextBudgetError,
     InputError,
-    NoScope,
     Principal,
     Selection,
     Source,
@@ -54,8 +53,9 @@ from ctxbudget import (
     read_fenced,
     traced,
 )
+from ctxbudget.types import NoScope
 from llamaindex_ctxbudget._config import budget_for, build_assembler, num_output_of
-from llamaindex_ctxbudget._convert import MetadataMapping, to_chunk
+from llamaindex_ctxbudget._convert import NodeMetadataMapping, to_chunk
 from llamaindex_ctxbudget._room import default_packing_room
 from llamaindex_ctxbudget.events import SourcesSelectedEvent, dispatcher
 from llamaindex_ctxbudget.loader import DocstoreLoader
@@ -171,8 +171,8 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
     max_tokens: int | None = Field(
         default=None, description="The sources' limit; None: the budget's retrieved allocation."
     )
-    mapping: MetadataMapping = Field(
-        default_factory=MetadataMapping,
+    mapping: NodeMetadataMapping = Field(
+        default_factory=NodeMetadataMapping,
         description="Which node metadata keys fill which Chunk field (ACLs included).",
     )
 
@@ -195,7 +195,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         docstore: BaseDocumentStore | None = None,
         principal: Principal | None = None,
         max_tokens: int | None = None,
-        mapping: MetadataMapping | None = None,
+        mapping: NodeMetadataMapping | None = None,
         memory: BaseMemory | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
@@ -215,7 +215,7 @@ class ContextBudgetPostprocessor(BaseNodePostprocessor):
         fields: dict[str, Any] = {
             "principal": principal,
             "max_tokens": max_tokens,
-            "mapping": MetadataMapping() if mapping is None else mapping,
+            "mapping": NodeMetadataMapping() if mapping is None else mapping,
             "callback_manager": callback_manager or CallbackManager(),
         }
         super().__init__(**fields)

@@ -18,10 +18,10 @@ from ctxbudget import (
     FencedSource,
     InputError,
     SourceOptions,
-    TokenCounter,
     Tokenizer,
     traced,
 )
+from ctxbudget.types import CountCache
 from llamaindex_ctxbudget._config import build_assembler, llm_tokenizer, num_output_of
 from llamaindex_ctxbudget._packing import SEPARATOR, Packed, Unit, pack, read
 from llamaindex_ctxbudget._room import context_copies, template_tokens
@@ -37,7 +37,7 @@ class _TokenList:
     """`PromptHelper`'s tokenizer interface (str -> list, counted by len) over our counter,
     so the base class never builds LlamaIndex's default tokenizer (a download)."""
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: CountCache) -> None:
         self._counter = counter
 
     def __call__(self, text: str) -> list[int]:
@@ -211,7 +211,7 @@ class ContextBudgetPromptHelper(PromptHelper):
         dispatcher.event(
             ContextPackedEvent(
                 space=space,
-                pieces=[context.numbers for context, _ in packed],
+                numbers=[context.numbers for context, _ in packed],
                 untrusted=[context.untrusted for context, _ in packed],
                 tokens=[tokens for _, tokens in packed],
             )

@@ -6,26 +6,28 @@ numbered and fenced sources, a cache-friendly layout, and a report of every deci
 """
 
 import logging as _logging
+import typing as _typing
 from importlib import metadata as _metadata
 
+from ctxbudget import types
 from ctxbudget._acl import Acl, acl_from_metadata
 from ctxbudget._assemble import ContextAssembler
 from ctxbudget._budget import CONTEXT_WINDOWS, Allocation, Budget
 from ctxbudget._cache_monitor import CacheMonitor, CacheUsage, cache_usage
 from ctxbudget._citations import CitationCheck, check_numbered
-from ctxbudget._claimants import CLAIMANTS, Claimant
 from ctxbudget._conversation import HistoryOptions
+from ctxbudget._deprecated import module_getattr as _module_getattr
 from ctxbudget._errors import (
-    BudgetError,
     ContextBudgetError,
     CtxBudgetError,
     InputError,
+    InvalidBudgetError,
     TokenizerError,
     VocabularyError,
 )
 from ctxbudget._estimates import EstimateTokenizer
 from ctxbudget._exact import MAX_PROVIDER_COUNTS
-from ctxbudget._fence import SourceFormat, fence_rule
+from ctxbudget._fence import fence_rule
 from ctxbudget._filters import (
     ACCESS_KEY,
     AllOf,
@@ -47,12 +49,12 @@ from ctxbudget._ingest_batch import (
     ingest_batch,
     ingest_columns,
 )
-from ctxbudget._inputs import Chunk, Principal, Role, Tool, Turn
+from ctxbudget._inputs import Chunk, Principal, Tool, Turn
 from ctxbudget._layout import Frame
 from ctxbudget._models import ModelInfo, resolve_model
 from ctxbudget._neutralise import neutralise, neutralise_section
 from ctxbudget._otel import span_attributes, traced
-from ctxbudget._principal import NO_SCOPE, NoScope, principal_for_call
+from ctxbudget._principal import NO_SCOPE, principal_for_call
 from ctxbudget._provider import (
     AnthropicCount,
     BedrockCount,
@@ -60,31 +62,11 @@ from ctxbudget._provider import (
     ProviderCount,
     ProviderCountError,
 )
+from ctxbudget._public import rehome as _rehome
 from ctxbudget._report import Dropped, Report, SummarySpan
-from ctxbudget._result import (
-    CONVERSATION_START,
-    AnthropicMessage,
-    AnthropicPrompt,
-    AnthropicTool,
-    Assembled,
-    BedrockMessage,
-    BedrockPrompt,
-    BedrockTool,
-    CitedSpan,
-    GeminiContent,
-    GeminiFunction,
-    GeminiPrompt,
-    Message,
-    MessageStyle,
-    OpenAIMessage,
-    OpenAITool,
-    SearchResultBlock,
-    SearchResultPrompt,
-    Source,
-)
+from ctxbudget._result import CONVERSATION_START, Assembled, CitedSpan, Source
 from ctxbudget._scan import flag_instructions, scan_for_instructions
 from ctxbudget._servers import server_window
-from ctxbudget._sources.arrange import Order
 from ctxbudget._sources.conflicts import ConflictPolicy
 from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import DocumentLoader, Escalation, SectionLoader
@@ -97,16 +79,12 @@ from ctxbudget._sources.fenced import (
 )
 from ctxbudget._sources.permit import AccessPolicy, permitted
 from ctxbudget._sources.pipeline import SourceOptions
-from ctxbudget._sources.render import HeaderCache
-from ctxbudget._standalone import FenceMode, Selection, TrimmedHistory, select_sources, trim_turns
-from ctxbudget._textcache import ShingleCache, TextCache
+from ctxbudget._standalone import Selection, TrimmedHistory, select_sources, trim_history
 from ctxbudget._tokens import (
     CallableTokenizer,
-    CountMethod,
     HuggingFaceTokenizer,
     SentencePieceTokenizer,
     TiktokenTokenizer,
-    TokenCounter,
     Tokenizer,
     count_method_of,
     get_tokenizer,
@@ -121,7 +99,6 @@ _logging.getLogger("ctxbudget").addHandler(_logging.NullHandler())
 
 __all__ = [
     "ACCESS_KEY",
-    "CLAIMANTS",
     "CONTEXT_WINDOWS",
     "CONVERSATION_START",
     "INGEST_BATCH_COLUMNS",
@@ -134,74 +111,48 @@ __all__ = [
     "AllOf",
     "Allocation",
     "AnthropicCount",
-    "AnthropicMessage",
-    "AnthropicPrompt",
-    "AnthropicTool",
     "AnyOf",
     "Assembled",
     "BedrockCount",
-    "BedrockMessage",
-    "BedrockPrompt",
-    "BedrockTool",
     "Budget",
-    "BudgetError",
     "CacheMonitor",
     "CacheUsage",
     "CallableTokenizer",
     "Chunk",
     "CitationCheck",
     "CitedSpan",
-    "Claimant",
     "ConflictPolicy",
     "ContextAssembler",
     "ContextBudgetError",
-    "CountMethod",
     "CtxBudgetError",
     "Dedup",
     "DocumentLoader",
     "Dropped",
     "Escalation",
     "EstimateTokenizer",
-    "FenceMode",
     "FencedSource",
     "Frame",
-    "GeminiContent",
     "GeminiCount",
-    "GeminiFunction",
-    "GeminiPrompt",
-    "HeaderCache",
     "HistoryOptions",
     "HuggingFaceTokenizer",
     "IngestBatch",
     "InputError",
+    "InvalidBudgetError",
     "Matches",
-    "Message",
-    "MessageStyle",
     "Missing",
     "ModelInfo",
-    "NoScope",
-    "OpenAIMessage",
-    "OpenAITool",
-    "Order",
     "PermitFilter",
     "Principal",
     "ProviderCount",
     "ProviderCountError",
     "Report",
-    "Role",
-    "SearchResultBlock",
-    "SearchResultPrompt",
     "SectionLoader",
     "Selection",
     "SentencePieceTokenizer",
-    "ShingleCache",
     "Source",
-    "SourceFormat",
     "SourceOptions",
     "SummarySpan",
-    "TextCache",
     "TiktokenTokenizer",
-    "TokenCounter",
     "Tokenizer",
     "TokenizerError",
     "Tool",
@@ -241,5 +192,23 @@ __all__ = [
     "span_attributes",
     "tokenizer_from_file",
     "traced",
-    "trim_turns",
+    "trim_history",
 ]
+
+# Old names for one release (CHANGELOG.md): each warns and returns what replaced it. Hidden
+# from type checkers, which then flag the old names and still catch a misspelt one.
+_RENAMED: dict[str, tuple[str, object]] = {
+    "BudgetError": ("ctxbudget.InvalidBudgetError", InvalidBudgetError),
+    "TokenCounter": ("ctxbudget.types.CountCache", types.CountCache),
+    "trim_turns": ("ctxbudget.trim_history", trim_history),
+}
+# What an application annotates with but does not build moved to ctxbudget.types.
+_RENAMED |= {
+    name: (f"ctxbudget.types.{name}", getattr(types, name))
+    for name in types.__all__
+    if name not in ("CountCache", "DropReason")
+}
+if not _typing.TYPE_CHECKING:
+    __getattr__ = _module_getattr(__name__, _RENAMED)
+
+_rehome(__name__, globals(), __all__)

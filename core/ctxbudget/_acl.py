@@ -188,7 +188,7 @@ def acl_from_metadata(
     *,
     tenant: Sequence[str] = ("tenant",),
     groups: Sequence[str] = ("groups",),
-    fix: str = "name it in MetadataMapping(tenant=...) or (groups=...)",
+    fix: str = "name it in tenant=... or groups=...",
 ) -> Acl:
     """The ACL a framework object's `metadata` carries under the keys mapped to `tenant`
     and `groups`; `InputError` when it cannot be enforced as written.

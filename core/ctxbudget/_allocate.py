@@ -24,16 +24,16 @@ __all__ = ["Allocated", "allocate"]
 
 @dataclass(frozen=True)
 class Allocated:
-    """The fits and grants of every claimant, and who squeezed retrieval."""
+    """The fits and grants of every claimant, and who trimmed retrieval by holding space."""
 
     fits: dict[Claimant, Fit[Any]]
     floors: dict[Claimant, int]
     """What pass 1 reserved per claimant: no later step may shrink it below this."""
     granted: dict[Claimant, int]
-    squeezed: dict[Claimant, bool]
+    trimmed_by_others: dict[Claimant, bool]
     """Per claimant: it wanted more than it got, because of others (not its own max)."""
     holders: dict[Claimant, dict[Claimant, int]]
-    """For each squeezed claimant: who held space when it was served, and how much."""
+    """For each claimant trimmed by others: who held space when it was served, and how much."""
 
 
 def allocate(claims: Sequence[Claim], available: int) -> Allocated:
@@ -73,13 +73,13 @@ def allocate(claims: Sequence[Claim], available: int) -> Allocated:
 
     # Pass 2: the remainder, up to each claimant's max.
     granted: dict[Claimant, int] = {}
-    squeezed: dict[Claimant, bool] = {}
+    trimmed_by_others: dict[Claimant, bool] = {}
     holders: dict[Claimant, dict[Claimant, int]] = {}
     for claim in ordered:
         a = claim.allocation
         if a.priority == 0:
             granted[a.name] = fits[a.name].cost
-            squeezed[a.name] = False
+            trimmed_by_others[a.name] = False
             continue
         room = floors[a.name] + left
         grant = _cap(a, room)
@@ -91,18 +91,18 @@ def allocate(claims: Sequence[Claim], available: int) -> Allocated:
             for name, floor in floors.items()
             if name != a.name and (fits[name].cost if name in fits else floor) > 0
         }
-        # Squeezed: others held space, and with that space it would have kept more.
+        # Trimmed by others: they held space, and with that space it would have kept more.
         # Its own max, a small content, or whole items that would not fit anyway do not count.
-        squeezed[a.name] = (
+        trimmed_by_others[a.name] = (
             fit.overflow
             and (a.max is None or a.max > room)
             and bool(held)
             and claim.fit(_cap(a, room + sum(held.values()))).cost > fit.cost
         )
-        if squeezed[a.name]:
+        if trimmed_by_others[a.name]:
             holders[a.name] = held
         left = room - fit.cost
-    return Allocated(fits, floors, granted, squeezed, holders)
+    return Allocated(fits, floors, granted, trimmed_by_others, holders)
 
 
 def _cap(allocation: Allocation, room: int) -> int:

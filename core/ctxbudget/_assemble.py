@@ -46,7 +46,7 @@ from ctxbudget._standalone import (
 from ctxbudget._text import check_text
 from ctxbudget._textcache import ShingleCache, TextCache, shingle_cache
 from ctxbudget._tokens import (
-    TokenCounter,
+    CountCache,
     Tokenizer,
     get_tokenizer,
     tokenizer_of,
@@ -133,7 +133,7 @@ class ContextAssembler:
         self._summaries = SummaryCache(cache_size)
         self.fence_rule = fence_rule
         self.native_tools = native_tools
-        self.counter = TokenCounter(tokenizer, maxsize=cache_size)
+        self.counter = CountCache(tokenizer, maxsize=cache_size)
 
     @property
     def shingle_cache(self) -> ShingleCache:
@@ -313,7 +313,7 @@ class ContextAssembler:
             max_tokens=max_tokens,
             min_tokens=min_tokens,
             principal=principal,
-            options=self.sources,
+            sources=self.sources,
             now=now,
             fence=fence,
         )
@@ -341,7 +341,7 @@ class ContextAssembler:
             turns,
             max_tokens=max_tokens,
             min_tokens=min_tokens,
-            options=self.history,
+            history=self.history,
             summaries=self._summaries,
             summarize=summarize,
         )
@@ -410,7 +410,7 @@ class ContextAssembler:
         tools_kept = tuple(tool for o in outcomes for tool in o.tools)
         tail = SECTION_SEPARATOR.join(sections[n] for n in TAIL if sections.get(n))
 
-        squeezed = allocated.squeezed.get("retrieved", False)
+        trimmed_by_others = allocated.trimmed_by_others.get("retrieved", False)
         method = self.counter.count_method if final is None else final.method
         total = rendered.total if final is None else final.total
         report = Report(
@@ -421,8 +421,8 @@ class ContextAssembler:
             granted=dict(allocated.granted),
             trimmed=tuple(n for n in SECTION_ORDER if n in fits and fits[n].overflow),
             dropped=(),
-            retrieval_trimmed=squeezed,
-            squeezed_by=allocated.holders.get("retrieved", {}),
+            retrieval_trimmed=trimmed_by_others,
+            trimmed_by=allocated.holders.get("retrieved", {}),
             escalated=escalated,
             tool_schema_tokens=rendered.outside,
             # Native tool schemas sit in the provider's cacheable prefix too.
@@ -525,12 +525,12 @@ def _log(report: Report, budget: Budget, left_out: Counter[Claimant]) -> None:
             extra={"ctxbudget_capped": {"claimant": name, "max": cap, "left_out": count}},
         )
     if report.retrieval_trimmed:
-        holders = ", ".join(f"{name} {tokens:,}" for name, tokens in report.squeezed_by.items())
+        holders = ", ".join(f"{name} {tokens:,}" for name, tokens in report.trimmed_by.items())
         logger.warning(
-            "retrieval squeezed to %s tokens by other claimants (%s)",
+            "retrieval trimmed to %s tokens by other claimants (%s)",
             f"{report.granted.get('retrieved', 0):,}",
             holders,
-            extra={"ctxbudget_squeeze": dict(report.squeezed_by)},
+            extra={"ctxbudget_trimmed_by": dict(report.trimmed_by)},
         )
     for warning in report.prefix_warnings:
         logger.warning("volatile prompt-cache prefix: %s", warning)

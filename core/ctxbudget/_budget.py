@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ctxbudget._arguments import check_int, check_type
 from ctxbudget._budget_messages import AllocationError, Syntax, displayed, explain
 from ctxbudget._claimants import Claimant
-from ctxbudget._errors import BudgetError
+from ctxbudget._errors import InvalidBudgetError
 from ctxbudget._models import CONTEXT_WINDOWS, UnknownModelError, resolve_model
 
 __all__ = ["CONTEXT_WINDOWS", "Allocation", "Budget"]
@@ -277,14 +277,16 @@ class Budget(BaseModel):
             info = resolve_model(model)
         except UnknownModelError as error:
             near = f" (the nearest known model is {error.nearest})" if error.nearest else ""
-            raise BudgetError(f"unknown context window for model {model!r}{near}{fix}") from None
+            raise InvalidBudgetError(
+                f"unknown context window for model {model!r}{near}{fix}"
+            ) from None
         if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
-            raise BudgetError(f"window must be a whole number of tokens, got {window!r}")
+            raise InvalidBudgetError(f"window must be a whole number of tokens, got {window!r}")
         if window is not None and window <= 0:
-            raise BudgetError(f"window must be more than 0 tokens, got {window}")
+            raise InvalidBudgetError(f"window must be more than 0 tokens, got {window}")
         window = info.context_window if window is None else window
         if window is None:
-            raise BudgetError(
+            raise InvalidBudgetError(
                 f"unknown context window for model {model!r}: {info.source}; use "
                 "Budget.for_context_window(<tokens>, reserve_output=...) with the window your "
                 "provider documents or your server is set to, or Budget.for_model(..., "
@@ -325,7 +327,7 @@ class Budget(BaseModel):
     def parse(
         cls, data: object, *, syntax: Syntax = "json", needs: Collection[Claimant] = ()
     ) -> Budget:
-        """Validate budget data (parsed JSON, TOML or YAML), raising `BudgetError` whose
+        """Validate budget data (parsed JSON, TOML or YAML), raising `InvalidBudgetError` whose
         message is one sentence naming the place to fix in `syntax`.
 
         Args:
@@ -335,20 +337,20 @@ class Budget(BaseModel):
         try:
             budget = cls.model_validate(data)
         except ValidationError as exc:
-            raise BudgetError(explain(exc, data, syntax)) from None
+            raise InvalidBudgetError(explain(exc, data, syntax)) from None
         missing = [name for name in needs if budget.allocation(name) is None]
         if missing:
-            raise BudgetError(_missing(missing, data, syntax))
+            raise InvalidBudgetError(_missing(missing, data, syntax))
         return budget
 
     @classmethod
     def from_file(cls, path: str | Path, *, needs: Collection[Claimant] = ()) -> Budget:
         """Load a budget from a ``.json`` or ``.toml`` file (see `parse`); any problem with
-        the file is a `BudgetError` whose message starts with the path."""
+        the file is a `InvalidBudgetError` whose message starts with the path."""
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in (".toml", ".json"):
-            raise BudgetError(
+            raise InvalidBudgetError(
                 f"cannot load a budget from {path.name!r}: expected a .json or .toml file "
                 "(for YAML, use Budget.parse(yaml.safe_load(...)))"
             )
@@ -356,20 +358,20 @@ class Budget(BaseModel):
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
-            raise BudgetError(
+            raise InvalidBudgetError(
                 f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
             ) from None
         try:
             data = tomllib.loads(text) if syntax == "toml" else _json_loads(text)
             return cls.parse(data, syntax=syntax, needs=needs)
         except tomllib.TOMLDecodeError as exc:
-            raise BudgetError(f"{path}: not valid TOML: {exc}") from None
+            raise InvalidBudgetError(f"{path}: not valid TOML: {exc}") from None
         except json.JSONDecodeError as exc:
-            raise BudgetError(
+            raise InvalidBudgetError(
                 f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
             ) from None
-        except BudgetError as exc:
-            raise BudgetError(f"{path}: {exc}") from None
+        except InvalidBudgetError as exc:
+            raise InvalidBudgetError(f"{path}: {exc}") from None
 
 
 DEFAULT_ALLOCATIONS: tuple[Allocation, ...] = (
@@ -420,7 +422,7 @@ def _json_loads(text: str) -> object:
         data: dict[str, Any] = {}
         for key, value in pairs:
             if key in data:
-                raise BudgetError(
+                raise InvalidBudgetError(
                     f"the key {json.dumps(key)} appears twice in one object; keep one"
                 )
             data[key] = value

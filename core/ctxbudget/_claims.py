@@ -20,7 +20,7 @@ from ctxbudget._joins import Piece
 from ctxbudget._layout import SECTION_SEPARATOR, Frame
 from ctxbudget._pack import Fit, Packer
 from ctxbudget._report import Dropped, DropRun, ItemKind, SummarySpan
-from ctxbudget._tokens import TokenCounter
+from ctxbudget._tokens import CountCache
 
 if TYPE_CHECKING:
     from ctxbudget._history import Entry
@@ -112,7 +112,7 @@ class ListClaim(Generic[T]):
         allocation: Allocation,
         items: Sequence[T],
         *,
-        counter: TokenCounter,
+        counter: CountCache,
         frame: Frame,
         kind: ItemKind,
         key: Callable[[T], str],
@@ -121,14 +121,14 @@ class ListClaim(Generic[T]):
         cost: Callable[[T], int] | None = None,
         bound: Callable[[T], int] | None = None,
         ceiling: Callable[[T], int] | None = None,
-        floor: Callable[[T], int] | None = None,
+        quick_bound: Callable[[T], int] | None = None,
         kind_of: Callable[[T], ItemKind] | None = None,
         outside_text: bool = False,
     ) -> None:
         """`cost` and `bound` default to counting `text(item)`; pass them when an item's
         cost is known another way (a token count measured at ingest), and `ceiling` or
-        `floor` when there are still cheaper numbers never below or above `bound`
-        (`Packer.ceiling`, `Packer.floor`). An `outside_text`
+        `quick_bound` when there are still cheaper numbers never below or above `bound`
+        (`Packer.ceiling`, `Packer.quick_bound`). An `outside_text`
         claimant is sent beside the prompt (tool schemas for native tool calling): it
         renders nothing, and its items' cost counts against the budget on its own."""
         self.allocation = allocation
@@ -151,7 +151,7 @@ class ListClaim(Generic[T]):
             separator=0 if outside_text else counter.count(frame.separator),
             kind_of=kind_of,
             ceiling=ceiling,
-            floor=floor,
+            quick_bound=quick_bound,
         )
 
     def fit(self, grant: int) -> Fit[T]:
@@ -195,7 +195,7 @@ class ListClaim(Generic[T]):
         return self.frame.wrap([self._text(item) for item in self.kept(fit)])
 
     def pieces(self, fit: Fit[T]) -> list[Piece]:
-        """`render(fit)` as parts that join to it, for `TokenCounter.count_joined`.
+        """`render(fit)` as parts that join to it, for `CountCache.count_joined`.
 
         Cut at the frame's separator, so a part that recurs across requests (a turn,
         a paragraph of the system prompt) is tokenized once and counted from the cache.
@@ -234,7 +234,7 @@ class TextClaim(ListClaim[str]):
 
 
 def text_claim(
-    allocation: Allocation, text: str | None, *, counter: TokenCounter, frame: Frame
+    allocation: Allocation, text: str | None, *, counter: CountCache, frame: Frame
 ) -> TextClaim:
     """The claimant of one string: `text`, or nothing when it is None or ""."""
     return TextClaim(

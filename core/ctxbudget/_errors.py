@@ -5,20 +5,20 @@
     ├── TokenizerError             no tokenizer for a model name, or a bad one
     │   └── VocabularyError        an offline vocabulary failed its sha256 check
     ├── InputError                 inputs that contradict each other or the budget
-    └── BudgetError                a budget that cannot be used (also a ValueError)
+    └── InvalidBudgetError         a budget that cannot be used (also a ValueError)
 
 Field-level problems in the data models (`Chunk`, `Budget`, ...) surface as
 pydantic's `ValidationError`, whose messages name the field and the fix;
-`Budget.parse` and `Budget.from_file` turn a budget's into one `BudgetError` sentence.
+`Budget.parse` and `Budget.from_file` turn a budget's into one `InvalidBudgetError` sentence.
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "BudgetError",
     "ContextBudgetError",
     "CtxBudgetError",
     "InputError",
+    "InvalidBudgetError",
     "TokenizerError",
     "VocabularyError",
 ]
@@ -60,5 +60,5 @@ class InputError(CtxBudgetError, ValueError):
     """Inputs to `assemble` that are individually valid but contradict each other or the budget."""
 
 
-class BudgetError(CtxBudgetError, ValueError):
+class InvalidBudgetError(CtxBudgetError, ValueError):
     """A budget that cannot be used, said in one sentence that names what to change."""

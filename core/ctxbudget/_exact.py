@@ -25,7 +25,7 @@ from ctxbudget._errors import ContextBudgetError
 from ctxbudget._joins import Counted, Piece
 from ctxbudget._layout import SECTION_ORDER, SECTION_SEPARATOR
 from ctxbudget._pack import Fit
-from ctxbudget._tokens import TokenCounter
+from ctxbudget._tokens import CountCache
 
 __all__ = ["MAX_PROVIDER_COUNTS", "Rendered", "recount", "render_exactly", "settle"]
 
@@ -52,7 +52,7 @@ class Rendered:
 
 
 def settle(
-    claims: Mapping[Claimant, Claim], available: int, counter: TokenCounter
+    claims: Mapping[Claimant, Claim], available: int, counter: CountCache
 ) -> tuple[Allocated, Rendered]:
     """Allocate `available` tokens among `claims`, check each claimant's own rule on what it
     was allocated, and render the prompt within `available` by the exact count: the one
@@ -67,7 +67,7 @@ def render_exactly(
     claims: Mapping[Claimant, Claim],
     allocated: Allocated,
     limit: int,
-    counter: TokenCounter,
+    counter: CountCache,
 ) -> Rendered:
     """Render the claims' fits and drop items until the exact count is within `limit`."""
     fits = dict(allocated.fits)
@@ -84,7 +84,7 @@ def recount(
     rendered: Rendered,
     allocated: Allocated,
     limit: int,
-    counter: TokenCounter,
+    counter: CountCache,
     measure: Callable[[Rendered], int],
     *,
     what: str,
@@ -132,7 +132,7 @@ def recount(
 def _render(
     claims: Mapping[Claimant, Claim],
     fits: Mapping[Claimant, Fit[Any]],
-    counter: TokenCounter,
+    counter: CountCache,
     drops: int,
 ) -> Rendered:
     """The prompt the fits make, and its exact count."""

@@ -35,7 +35,7 @@ from ctxbudget._neutralise import neutralise_section
 from ctxbudget._pack import Fit
 from ctxbudget._report import Dropped, DropReason, DropRun, SummaryOutcome, SummarySpan, records
 from ctxbudget._text import check_text
-from ctxbudget._tokens import TokenCounter
+from ctxbudget._tokens import CountCache
 
 __all__ = [
     "ROLE_LABELS",
@@ -175,7 +175,7 @@ class HistoryClaim(ListClaim[Unit]):
         allocation: Allocation,
         turns: Sequence[Turn],
         *,
-        counter: TokenCounter,
+        counter: CountCache,
         options: HistoryOptions | None = None,
         summarize: Summarize | None = None,
         summaries: SummaryCache | None = None,

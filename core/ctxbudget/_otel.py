@@ -116,8 +116,8 @@ def _report_attributes(report: Report) -> dict[str, AttributeValue]:
         attributes[f"ctxbudget.claimant.{name}.granted"] = granted
     for name, used in report.sizes.items():
         attributes[f"ctxbudget.claimant.{name}.used"] = used
-    for name, held in report.squeezed_by.items():
-        attributes[f"ctxbudget.squeezed_by.{name}"] = held
+    for name, held in report.trimmed_by.items():
+        attributes[f"ctxbudget.trimmed_by.{name}"] = held
     if report.escalated is not None:
         attributes["ctxbudget.escalated"] = report.escalated
     if report.count_method is not None:

@@ -64,7 +64,7 @@ class Packer(Generic[T]):
     """The report kind per item, when not every item is of `kind`."""
     ceiling: Callable[[T], int] | None = None
     """A still cheaper number never below `bound`: while it fits, `bound` is not computed."""
-    floor: Callable[[T], int] | None = None
+    quick_bound: Callable[[T], int] | None = None
     """A cheaper number never above `bound`: when it alone exceeds the grant, the item is
     oversize without `bound` being computed."""
     _costs: dict[int, tuple[T, int]] = field(default_factory=dict, compare=False, repr=False)
@@ -107,7 +107,11 @@ class Packer(Generic[T]):
             ceiling = None if self.ceiling is None else self.ceiling(item)
             lower = None
             if ceiling is None or ceiling > room:
-                lower = room + 1 if self.floor is not None and self.floor(item) > room else None
+                lower = (
+                    room + 1
+                    if self.quick_bound is not None and self.quick_bound(item) > room
+                    else None
+                )
                 lower = self.bound(item) if lower is None else lower
                 if lower > room:
                     dropped.append((item, "oversize", None))

@@ -20,7 +20,7 @@ from ctxbudget._allocate import Allocated
 from ctxbudget._errors import CtxBudgetError
 from ctxbudget._estimates import ESTIMATES
 from ctxbudget._exact import Rendered, recount
-from ctxbudget._tokens import CountMethod, TokenCounter, count_method_of, get_tokenizer
+from ctxbudget._tokens import CountCache, CountMethod, count_method_of, get_tokenizer
 from ctxbudget._tools import tool_schema
 
 if TYPE_CHECKING:
@@ -227,7 +227,7 @@ def count_with_provider(
     rendered: Rendered,
     allocated: Allocated,
     limit: int,
-    counter: TokenCounter,
+    counter: CountCache,
     build: Callable[[Rendered], Assembled],
 ) -> tuple[Rendered, FinalCount]:
     """Recount `rendered` (within `limit` by the offline count) with `provider`, trimming

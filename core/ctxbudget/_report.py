@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxbudget._claimants import Claimant
+from ctxbudget._deprecated import warn_renamed
 
 __all__ = [
     "DeferredDropped",
@@ -363,7 +364,7 @@ class Report(DeferredDropped, BaseModel):
         description="Retrieval got less than it wanted (its content, capped at its max) "
         "because other claimants took the space."
     )
-    squeezed_by: dict[Claimant, int] = Field(
+    trimmed_by: dict[Claimant, int] = Field(
         description="When retrieval_trimmed: the claimants holding space retrieval wanted, "
         "and how many tokens each held."
     )
@@ -440,3 +441,9 @@ class Report(DeferredDropped, BaseModel):
         "and total is the offline count, an upper bound for an estimate. None otherwise, and "
         "left out of dumps.",
     )
+
+    @property
+    def squeezed_by(self) -> dict[Claimant, int]:
+        """Deprecated: read `trimmed_by`."""
+        warn_renamed("Report.squeezed_by", "Report.trimmed_by")
+        return self.trimmed_by

@@ -13,7 +13,7 @@ import importlib.util
 import re
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ctxbudget._errors import BudgetError
+from ctxbudget._errors import InvalidBudgetError
 
 if TYPE_CHECKING:
     import httpx
@@ -52,12 +52,12 @@ def server_window(
     ``<arch>.context_length``); without one, the window Ollama allocated to it when loaded
     (``GET /api/ps``); a model with neither raises, since Ollama's default depends on the
     server's environment and memory, which it does not report. ``kind="vllm"``: the model's
-    ``max_model_len`` from ``GET /v1/models``. Raises `BudgetError` saying what to change
+    ``max_model_len`` from ``GET /v1/models``. Raises `InvalidBudgetError` saying what to change
     when the server cannot be asked or does not say. `client` is an `httpx.Client` of yours
     (headers, auth, a test transport); else one is made for the call with `timeout`.
     """
     if kind not in ("ollama", "vllm"):
-        raise BudgetError(
+        raise InvalidBudgetError(
             f"kind={kind!r} is not a server ctxbudget can ask: use 'ollama' or 'vllm'"
         )
     base = base_url.rstrip("/")
@@ -65,7 +65,9 @@ def server_window(
         base = base[: -len("/v1")]
     if client is None:
         if importlib.util.find_spec("httpx") is None:
-            raise BudgetError(f"asking a server for its context window needs httpx: {INSTALL}")
+            raise InvalidBudgetError(
+                f"asking a server for its context window needs httpx: {INSTALL}"
+            )
         httpx_module: Any = importlib.import_module("httpx")
         with httpx_module.Client(timeout=timeout) as own:
             return _ask(own, base, model, kind)
@@ -97,7 +99,7 @@ def _ollama(client: httpx.Client, base: str, model: str) -> int:
             window = _positive(loaded.get("context_length"))
             if window is not None:
                 return window
-    raise BudgetError(
+    raise InvalidBudgetError(
         f"{where} runs {model!r} without num_ctx and has not loaded it, so its window is "
         f"{_OLLAMA_DEFAULT}; set num_ctx (in the model's Modelfile, or on every request and "
         f"then pass that window), load the model first, {_FIX}"
@@ -112,12 +114,12 @@ def _vllm(client: httpx.Client, base: str, model: str) -> int:
         if entry.get("id") == model:
             window = _positive(entry.get("max_model_len"))
             if window is None:
-                raise BudgetError(
+                raise InvalidBudgetError(
                     f"{where} lists {model!r} without max_model_len (is it a vLLM server?); {_FIX}"
                 )
             return window
     ids = ", ".join(repr(entry.get("id")) for entry in served) or "none"
-    raise BudgetError(
+    raise InvalidBudgetError(
         f"{where} does not serve {model!r} (it serves {ids}): pass the id as /v1/models lists "
         f"it (vLLM's --served-model-name), {_FIX}"
     )
@@ -132,18 +134,20 @@ def _json(
     *,
     body: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The JSON object `url` answers, or a `BudgetError` saying why there is none."""
+    """The JSON object `url` answers, or a `InvalidBudgetError` saying why there is none."""
     try:
         response = client.request(method, url, json=body)
     except Exception as exc:  # httpx's transport errors; httpx itself may not be importable
-        raise BudgetError(
+        raise InvalidBudgetError(
             f"could not ask {where} for {model!r}'s context window ({type(exc).__name__}: {exc}): "
             f"check the base URL and that the server runs, {_FIX}"
         ) from exc
     if response.status_code == 404 and method == "POST":
-        raise BudgetError(f"{where} has no model {model!r}: pull it (ollama pull {model}), {_FIX}")
+        raise InvalidBudgetError(
+            f"{where} has no model {model!r}: pull it (ollama pull {model}), {_FIX}"
+        )
     if response.status_code >= 400:
-        raise BudgetError(
+        raise InvalidBudgetError(
             f"{where} answered {method} {url} with HTTP {response.status_code}; {_FIX}"
         )
     try:
@@ -151,7 +155,7 @@ def _json(
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        raise BudgetError(f"{where} answered {method} {url} with no JSON object; {_FIX}")
+        raise InvalidBudgetError(f"{where} answered {method} {url} with no JSON object; {_FIX}")
     return data
 
 

@@ -1,4 +1,4 @@
-"""One part of a prompt on its own: `select_sources` and `trim_turns`, side by side.
+"""One part of a prompt on its own: `select_sources` and `trim_history`, side by side.
 
 Each runs one claimant of `ContextAssembler` (docs/sources.md, "Retrieved sources on
 their own"; docs/budget.md, "How each claimant shrinks") through the assembler's own
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ctxbudget._arguments import check_int, check_optional, check_type
 from ctxbudget._budget import Allocation
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
+from ctxbudget._deprecated import renamed_keyword, warn_renamed
 from ctxbudget._errors import InputError
 from ctxbudget._exact import settle
 from ctxbudget._history import HistoryClaim
@@ -29,7 +30,7 @@ from ctxbudget._report import DeferredDropped, Dropped, SummarySpan, nothing_in
 from ctxbudget._result import Source
 from ctxbudget._sources.permit import check_principal
 from ctxbudget._sources.pipeline import SourceOptions, check_chunks, retrieved_claim, source_options
-from ctxbudget._tokens import TokenCounter, Tokenizer, tokenizer_of
+from ctxbudget._tokens import CountCache, Tokenizer, tokenizer_of
 
 __all__ = [
     "FenceMode",
@@ -38,7 +39,7 @@ __all__ = [
     "history_options",
     "select_sources",
     "select_with",
-    "trim_turns",
+    "trim_history",
     "trim_with",
 ]
 
@@ -85,7 +86,26 @@ class Selection(DeferredDropped, BaseModel):
         fence='per_source': whatever reorders or filters them, each stays fenced)."""
         return tuple(self.frame.wrap([s.text]) for s in self.sources)
 
+    @property
+    def fence_open(self) -> str:
+        """Deprecated: read `frame.open`."""
+        warn_renamed("Selection.fence_open", "Selection.frame.open")
+        return self.frame.open
 
+    @property
+    def fence_close(self) -> str:
+        """Deprecated: read `frame.close`."""
+        warn_renamed("Selection.fence_close", "Selection.frame.close")
+        return self.frame.close
+
+    @property
+    def separator(self) -> str:
+        """Deprecated: read `frame.separator`."""
+        warn_renamed("Selection.separator", "Selection.frame.separator")
+        return self.frame.separator
+
+
+@renamed_keyword("select_sources", "options", "sources")
 @traced_entry("ctxbudget.select_sources")
 def select_sources(
     chunks: Sequence[Chunk],
@@ -94,7 +114,7 @@ def select_sources(
     tokenizer: str | Tokenizer,
     min_tokens: int = 0,
     principal: Principal | None = None,
-    options: SourceOptions | None = None,
+    sources: SourceOptions | None = None,
     now: datetime | None = None,
     fence: FenceMode = "block",
 ) -> Selection:
@@ -112,27 +132,27 @@ def select_sources(
         fence: "per_source" puts each source in a fence of its own (`framed_sources`), for
             a framework that passes sources on separately; the budget counts every fence.
     """
-    options = source_options("options", options)
+    sources = source_options("sources", sources)
     return select_with(
-        TokenCounter(tokenizer_of(tokenizer)),
+        CountCache(tokenizer_of(tokenizer)),
         chunks,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
         principal=principal,
-        options=options,
+        sources=sources,
         now=now,
         fence=fence,
     )
 
 
 def select_with(
-    counter: TokenCounter,
+    counter: CountCache,
     chunks: Sequence[Chunk],
     *,
     max_tokens: int,
     min_tokens: int,
     principal: Principal | None,
-    options: SourceOptions,
+    sources: SourceOptions,
     now: datetime | None,
     fence: FenceMode = "block",
 ) -> Selection:
@@ -146,8 +166,8 @@ def select_with(
     claim, ruled_out = retrieved_claim(
         allocation,
         check_chunks(chunks),
-        principal=check_principal(principal, options.access),
-        options=options,
+        principal=check_principal(principal, sources.access),
+        options=sources,
         counter=counter,
         now=now,
         per_source=fence == "per_source",
@@ -204,30 +224,31 @@ class TrimmedHistory(BaseModel):
     )
 
 
-@traced_entry("ctxbudget.trim_turns")
-def trim_turns(
+@renamed_keyword("trim_history", "options", "history")
+@traced_entry("ctxbudget.trim_history")
+def trim_history(
     turns: Sequence[Turn],
     *,
     max_tokens: int,
     tokenizer: str | Tokenizer,
     min_tokens: int = 0,
-    options: HistoryOptions | None = None,
+    history: HistoryOptions | None = None,
 ) -> TrimmedHistory:
     """Keep the latest unit, the first and the most recent units that fit in `max_tokens`,
-    counted exactly; old tool results are cleared before whole units go (`options`).
+    counted exactly; old tool results are cleared before whole units go (`history`).
 
     Raises `ContextBudgetError` when the latest unit alone does not fit. No summary outlives
     the call, so a summarised run ends where the fewest turns are left out (`summary_headroom`
     pays only in a session); for repeated calls prefer `ContextAssembler.trim_history`, which
     keeps token counts and summaries cached across requests.
     """
-    options = history_options("options", options)
+    history = history_options("history", history)
     return trim_with(
-        TokenCounter(tokenizer_of(tokenizer)),
+        CountCache(tokenizer_of(tokenizer)),
         turns,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
-        options=options.model_copy(update={"summary_headroom": 0}),
+        history=history.model_copy(update={"summary_headroom": 0}),
         summaries=SummaryCache(),
     )
 
@@ -246,17 +267,17 @@ def history_options(name: str, options: object) -> HistoryOptions:
 
 
 def trim_with(
-    counter: TokenCounter,
+    counter: CountCache,
     turns: Sequence[Turn],
     *,
     max_tokens: int,
     min_tokens: int,
-    options: HistoryOptions,
+    history: HistoryOptions,
     summaries: SummaryCache,
     summarize: Summarize | None = None,
 ) -> TrimmedHistory:
-    """`trim_turns` with a given counter and summary cache (the assembler's, which outlive a
-    call); `summarize` overrides `options.summarize` for this call."""
+    """`trim_history` with a given counter and summary cache (the assembler's, which outlive a
+    call); `summarize` overrides `history.summarize` for this call."""
     turns = sequence_of("turns", turns, Turn)
     max_tokens = check_int("max_tokens", max_tokens)
     max_tokens, min_tokens = check_token_range(max_tokens, check_int("min_tokens", min_tokens))
@@ -265,7 +286,7 @@ def trim_with(
         allocation,
         turns,
         counter=counter,
-        options=options,
+        options=history,
         summarize=summarize,
         summaries=summaries,
     )

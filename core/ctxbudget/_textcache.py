@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final, Generic, TypeVar, cast
 from weakref import WeakKeyDictionary
 
 if TYPE_CHECKING:
-    from ctxbudget._tokens import TokenCounter
+    from ctxbudget._tokens import CountCache
 
 __all__ = [
     "SHORT_TEXT",
@@ -260,11 +260,11 @@ def _changed(text: str, out: str) -> str | None:
     return None if out == text else out
 
 
-_CACHES: WeakKeyDictionary[TokenCounter, ShingleCache] = WeakKeyDictionary()
+_CACHES: WeakKeyDictionary[CountCache, ShingleCache] = WeakKeyDictionary()
 _LOCK: Final = threading.Lock()
 
 
-def shingle_cache(counter: TokenCounter) -> ShingleCache:
+def shingle_cache(counter: CountCache) -> ShingleCache:
     """The shingle cache of an assembler's token `counter`, as many texts at most as it
     counts, made on first use and gone with it."""
     with _LOCK:

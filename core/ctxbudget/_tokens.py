@@ -40,13 +40,13 @@ from ctxbudget._textcache import SHORT_TEXT, RewriteCache, TextKey, text_key
 __all__ = [
     "VERIFY_JOINS",
     "CallableTokenizer",
+    "CountCache",
     "CountMethod",
     "Encoding",
     "HuggingFaceTokenizer",
     "LabelledTokenizer",
     "SentencePieceTokenizer",
     "TiktokenTokenizer",
-    "TokenCounter",
     "Tokenizer",
     "count_method_of",
     "get_tokenizer",
@@ -60,7 +60,7 @@ V = TypeVar("V")
 VERIFY_JOINS = "CTXBUDGET_VERIFY_JOINS"
 """Set this environment variable to 1 to check every count of joined parts against a full
 encode of the joined text, raising on any difference (the test suite sets it). Read when a
-`TokenCounter` is built (`_verify_joins_requested`), not on every count."""
+`CountCache` is built (`_verify_joins_requested`), not on every count."""
 
 
 def _verify_joins_requested() -> bool:
@@ -563,7 +563,7 @@ def _tokenizer(encoding_name: str) -> TiktokenTokenizer:
     return TiktokenTokenizer(_encoding(encoding_name))
 
 
-class TokenCounter:
+class CountCache:
     """Counts through a `Tokenizer`, caching per text so a text is tokenized once.
 
     The cache is a bounded LRU keyed by a digest of the text (a short text by itself), so

@@ -18,7 +18,7 @@ from ctxbudget._inputs import Tool
 from ctxbudget._layout import FRAMES
 from ctxbudget._neutralise import neutralise_section
 from ctxbudget._pack import Fit
-from ctxbudget._tokens import TokenCounter
+from ctxbudget._tokens import CountCache
 
 __all__ = ["ToolsClaim", "render_tool", "tool_schema", "tools_claim"]
 
@@ -50,7 +50,7 @@ def tool_schema(tool: Tool) -> str:
 
 
 def tools_claim(
-    allocation: Allocation, tools: Sequence[Tool], *, counter: TokenCounter, native: bool = False
+    allocation: Allocation, tools: Sequence[Tool], *, counter: CountCache, native: bool = False
 ) -> ToolsClaim:
     """Tools kept by relevance (score, else the order given), shown in the order given.
 

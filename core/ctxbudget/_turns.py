@@ -1,6 +1,6 @@
 """What one framework chat message costs, as the text of its `Turn`: one rule for both adapters.
 
-`trim_turns` (`ctxbudget._standalone`) trims the turns built from it.
+`trim_history` (`ctxbudget._standalone`) trims the turns built from it.
 """
 
 from __future__ import annotations

@@ -171,7 +171,7 @@ def test_cli_json_works_in_any_encoding() -> None:
 
 
 def test_cli_keeps_library_warnings_off_stderr(tmp_path: Path) -> None:
-    # History (priority 1) squeezes retrieval (priority 2): the library logs a WARNING.
+    # History (priority 1) trims retrieval (priority 2): the library logs a WARNING.
     chunks = [Chunk(id=f"c{i}", content=" ".join(f"w{i}x{j}" for j in range(40))) for i in range(8)]
     turns = [Turn(role="user", content="chat " * 80) for _ in range(6)]
     path = write(tmp_path, "chunks.jsonl", "\n".join(c.model_dump_json() for c in chunks))

@@ -17,7 +17,7 @@ def test_view_marks_a_claimant_that_got_less_than_its_content_trimmed(cli: Run) 
     assert re.search(r"\nretrieved +1 +█+░* +\d+ / 545 +floor 218, trimmed *\n", out)
 
 
-def test_view_names_who_squeezed_retrieval(cli: Run, tmp_path: Path) -> None:
+def test_view_names_who_trimmed_retrieval(cli: Run, tmp_path: Path) -> None:
     chunks = tmp_path / "chunks.jsonl"
     chunks.write_text(
         "\n".join(
@@ -41,7 +41,7 @@ def test_view_names_who_squeezed_retrieval(cli: Run, tmp_path: Path) -> None:
         "inspect", str(chunks), "-q", "Q?", "--history", str(history), "--budget", str(budget)
     ).out
 
-    assert re.search(r"\nretrieved +2 .* trimmed, squeezed by question 6, history \d+", out)
+    assert re.search(r"\nretrieved +2 .* trimmed by question 6, history \d+", out)
 
 
 def test_summary_counts_final_check_drops_and_prefix_warnings() -> None:

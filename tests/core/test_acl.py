@@ -131,7 +131,7 @@ def test_acl_from_metadata_refuses_a_partial_acl(metadata: dict[str, Any], unmap
         InputError,
         match=rf"^metadata key '{unmapped}' looks like an access rule \((tenant|groups)\) but "
         r"is not mapped to an ACL field, so it would not be enforced: name it in "
-        r"MetadataMapping\(tenant=\.\.\.\) or \(groups=\.\.\.\), or rename the key",
+        r"tenant=\.\.\. or groups=\.\.\., or rename the key",
     ):
         acl_from_metadata(metadata)
 

@@ -3,7 +3,7 @@
 
 The property draws random agent conversations (user turns, assistant turns with 0-3 tool
 calls each answered by tool turns in one group, system turns anywhere, random sizes, random
-budgets and clearing options) and checks `trim_turns`, `ContextAssembler.trim_history` and
+budgets and clearing options) and checks `trim_history`, `ContextAssembler.trim_history` and
 `ContextAssembler.assemble(question=None)` against rules written here from docs/agents.md,
 "Agents and chat": within budget by an exact count, the latest unit sent or a justified
 error naming it, units whole, every gap marker's count exact, the first unit kept when it
@@ -33,7 +33,7 @@ from ctxbudget import (
     TrimmedHistory,
     Turn,
     get_tokenizer,
-    trim_turns,
+    trim_history,
 )
 from ctxbudget._result import CONVERSATION_START
 from tests.support.factories import budget_for
@@ -285,7 +285,7 @@ def test_agent_history_is_budgeted_whole_and_valid(
     turns: list[Turn], max_tokens: int, options: HistoryOptions
 ) -> None:
     try:
-        trimmed = trim_turns(turns, max_tokens=max_tokens, tokenizer=O200K, options=options)
+        trimmed = trim_history(turns, max_tokens=max_tokens, tokenizer=O200K, history=options)
     except ContextBudgetError as error:
         event("latest unit does not fit")
         check_unfit(turns, error, max_tokens, options)
@@ -296,7 +296,7 @@ def test_agent_history_is_budgeted_whole_and_valid(
     budget = budget_for("history", max_tokens, total=max_tokens)
     in_session = ContextAssembler(tokenizer=O200K, budget=budget, history=options)
     check_trimmed(turns, in_session.trim_history(turns), max_tokens, options)
-    # trim_turns keeps no summaries, so its runs end at the fewest turns: headroom 0.
+    # trim_history keeps no summaries, so its runs end at the fewest turns: headroom 0.
     fewest = options.model_copy(update={"summary_headroom": 0})
     assembler = ContextAssembler(tokenizer=O200K, budget=budget, history=fewest)
     assert assembler.trim_history(turns) == trimmed

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import CLAIMANTS, Allocation, Claimant, ContextBudgetError
+from ctxbudget import Allocation, ContextBudgetError
 from ctxbudget._allocate import Allocated, allocate
+from ctxbudget.types import CLAIMANTS, Claimant
 from tests.support.factories import SizedClaim
 
 
@@ -131,10 +132,10 @@ def test_allocate_priority_zero_not_trimmed_to_make_room_for_floor() -> None:
     assert (caught.value.claimant, caught.value.needed, caught.value.left) == ("retrieved", 20, 10)
 
 
-def test_allocate_priority_zero_never_squeezed() -> None:
+def test_allocate_priority_zero_never_trimmed_by_others() -> None:
     allocated = allocate([claim("system", 30, priority=0)], 100)
 
-    assert allocated.squeezed["system"] is False
+    assert allocated.trimmed_by_others["system"] is False
 
 
 def test_allocate_priority_zero_over_its_max_raises_with_content() -> None:
@@ -240,10 +241,10 @@ def test_allocate_max_zero_grants_nothing() -> None:
     assert costs(allocated)["tools"] == 0
 
 
-# --- squeezed and holders -----------------------------------------------------------------
+# --- trimmed by others, and holders -----------------------------------------------------
 
 
-def squeeze_setup() -> list[SizedClaim]:
+def crowded_setup() -> list[SizedClaim]:
     return [
         claim("system", 30, priority=0),
         claim("retrieved", *[20] * 4, max=100, priority=1),
@@ -251,42 +252,42 @@ def squeeze_setup() -> list[SizedClaim]:
     ]
 
 
-def test_allocate_squeezed_when_others_hold_space() -> None:
-    allocated = allocate(squeeze_setup(), 100)
+def test_allocate_trimmed_by_others_when_they_hold_space() -> None:
+    allocated = allocate(crowded_setup(), 100)
 
     assert costs(allocated) == {"system": 30, "retrieved": 60, "history": 10}
-    assert allocated.squeezed == {"system": False, "retrieved": True, "history": True}
+    assert allocated.trimmed_by_others == {"system": False, "retrieved": True, "history": True}
 
 
 def test_allocate_holders_name_floors_not_yet_served() -> None:
-    allocated = allocate(squeeze_setup(), 100)
+    allocated = allocate(crowded_setup(), 100)
 
     assert allocated.holders["retrieved"] == {"system": 30, "history": 10}
 
 
 def test_allocate_holders_name_fits_already_served() -> None:
-    allocated = allocate(squeeze_setup(), 100)
+    allocated = allocate(crowded_setup(), 100)
 
     assert allocated.holders["history"] == {"system": 30, "retrieved": 60}
 
 
-def test_allocate_not_squeezed_when_own_max_limits() -> None:
+def test_allocate_not_trimmed_by_others_when_own_max_limits() -> None:
     retrieved = claim("retrieved", *[10] * 5, max=30, priority=1)
 
     allocated = allocate([retrieved], 1_000)
 
     assert allocated.fits["retrieved"].overflow is True
-    assert allocated.squeezed["retrieved"] is False
+    assert allocated.trimmed_by_others["retrieved"] is False
     assert "retrieved" not in allocated.holders
 
 
-def test_allocate_not_squeezed_when_content_small() -> None:
+def test_allocate_not_trimmed_by_others_when_content_small() -> None:
     system = claim("system", 50, priority=0)
     retrieved = claim("retrieved", 10, priority=1)
 
     allocated = allocate([system, retrieved], 100)
 
-    assert allocated.squeezed["retrieved"] is False
+    assert allocated.trimmed_by_others["retrieved"] is False
     assert "retrieved" not in allocated.holders
 
 

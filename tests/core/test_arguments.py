@@ -19,7 +19,7 @@ from ctxbudget import (
     get_tokenizer,
     select_sources,
     tokenizer_from_file,
-    trim_turns,
+    trim_history,
 )
 from ctxbudget._arguments import ArgumentTypeError
 from tests.support.factories import chunks
@@ -106,10 +106,10 @@ ENTRY_POINTS: dict[str, tuple[str, str, Callable[[object], object], bool]] = {
         lambda v: select_sources(CHUNKS, max_tokens=500, tokenizer=v),  # type: ignore[arg-type]
         False,
     ),
-    "select_sources(options=)": (
-        "options",
+    "select_sources(sources=)": (
+        "sources",
         "a SourceOptions",
-        lambda v: select_sources(CHUNKS, max_tokens=500, tokenizer="o200k_base", options=v),  # type: ignore[arg-type]
+        lambda v: select_sources(CHUNKS, max_tokens=500, tokenizer="o200k_base", sources=v),  # type: ignore[arg-type]
         True,
     ),
     "select_sources(max_tokens=)": (
@@ -118,22 +118,22 @@ ENTRY_POINTS: dict[str, tuple[str, str, Callable[[object], object], bool]] = {
         lambda v: select_sources(CHUNKS, max_tokens=v, tokenizer="o200k_base"),  # type: ignore[arg-type]
         False,
     ),
-    "trim_turns(tokenizer=)": (
+    "trim_history(tokenizer=)": (
         "tokenizer",
         "a model/encoding name or a Tokenizer",
-        lambda v: trim_turns(TURNS, max_tokens=500, tokenizer=v),  # type: ignore[arg-type]
+        lambda v: trim_history(TURNS, max_tokens=500, tokenizer=v),  # type: ignore[arg-type]
         False,
     ),
-    "trim_turns(options=)": (
-        "options",
+    "trim_history(history=)": (
+        "history",
         "a HistoryOptions",
-        lambda v: trim_turns(TURNS, max_tokens=500, tokenizer="o200k_base", options=v),  # type: ignore[arg-type]
+        lambda v: trim_history(TURNS, max_tokens=500, tokenizer="o200k_base", history=v),  # type: ignore[arg-type]
         True,
     ),
-    "trim_turns(min_tokens=)": (
+    "trim_history(min_tokens=)": (
         "min_tokens",
         "an int",
-        lambda v: trim_turns(TURNS, max_tokens=500, tokenizer="o200k_base", min_tokens=v),  # type: ignore[arg-type]
+        lambda v: trim_history(TURNS, max_tokens=500, tokenizer="o200k_base", min_tokens=v),  # type: ignore[arg-type]
         False,
     ),
     "Budget.for_model(model)": (

@@ -13,13 +13,11 @@ from hypothesis import event, example, given, target
 from hypothesis import strategies as st
 
 from ctxbudget import (
-    CLAIMANTS,
     Allocation,
     Assembled,
     Budget,
     CallableTokenizer,
     Chunk,
-    Claimant,
     ContextAssembler,
     ContextBudgetError,
     Escalation,
@@ -34,6 +32,7 @@ from ctxbudget import (
     neutralise,
 )
 from ctxbudget._tools import render_tool
+from ctxbudget.types import CLAIMANTS, Claimant
 from tests.support.factories import chunks, recorded
 from tests.support.tokenizers import fake_count
 
@@ -281,7 +280,7 @@ def test_structured_record_builds_the_drop_records_it_carries(
     assert len(record.ctxbudget["dropped"]) == 300 - len(result.sources)
 
 
-def _squeezing_budget() -> Budget:
+def _crowded_budget() -> Budget:
     return Budget(
         total=1_500,
         reserve_output=0,
@@ -293,34 +292,34 @@ def _squeezing_budget() -> Budget:
     )
 
 
-def test_squeezed_retrieval_is_flagged_and_names_who_took_the_space(
+def test_retrieval_trimmed_by_others_is_flagged_and_names_who_took_the_space(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    assembler = ContextAssembler(tokenizer="o200k_base", budget=_squeezing_budget())
+    assembler = ContextAssembler(tokenizer="o200k_base", budget=_crowded_budget())
     with caplog.at_level(logging.WARNING, logger="ctxbudget"):
         result = assembler.assemble(
             system="rule " * 600, question="Why?", chunks=chunks(10, words=60)
         )
     assert result.report.retrieval_trimmed
-    assert "system" in result.report.squeezed_by
+    assert "system" in result.report.trimmed_by
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("retrieval squeezed" in w and "system" in w for w in warnings)
+    assert any("retrieval trimmed" in w and "system" in w for w in warnings)
 
 
-def test_retrieval_with_little_to_offer_is_not_squeezed() -> None:
-    assembler = ContextAssembler(tokenizer="o200k_base", budget=_squeezing_budget())
+def test_retrieval_with_little_to_offer_is_not_trimmed_by_others() -> None:
+    assembler = ContextAssembler(tokenizer="o200k_base", budget=_crowded_budget())
     result = assembler.assemble(system="rule " * 600, question="Why?", chunks=chunks(1, 10))
     assert not result.report.retrieval_trimmed
     assert "retrieved" not in result.report.trimmed
 
 
-def test_retrieval_capped_by_its_own_max_is_trimmed_but_not_squeezed(
+def test_retrieval_capped_by_its_own_max_is_trimmed_but_not_by_others(
     assembler: ContextAssembler,
 ) -> None:
     result = assembler.assemble(question="Why?", chunks=chunks(40, words=120))
     assert "retrieved" in result.report.trimmed
     assert not result.report.retrieval_trimmed
-    assert result.report.squeezed_by == {}
+    assert result.report.trimmed_by == {}
 
 
 # The seed's regression ----------------------------------------------------------------------

@@ -14,18 +14,18 @@ from pydantic import ValidationError
 
 import ctxbudget._budget
 from ctxbudget import (
-    CLAIMANTS,
     CONTEXT_WINDOWS,
     Allocation,
     Budget,
-    BudgetError,
     Chunk,
     ContextAssembler,
     ContextBudgetError,
+    InvalidBudgetError,
     Turn,
     get_tokenizer,
 )
 from ctxbudget._budget_messages import Syntax
+from ctxbudget.types import CLAIMANTS
 
 TOML_LIST = """
 total = 6000
@@ -176,7 +176,7 @@ def test_budget_from_file_rejects_yaml_pointing_to_model_validate(tmp_path: Path
     path.write_text("total: 6000\n", encoding="utf-8")
 
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"cannot load a budget from 'budget\.yaml': expected a \.json or \.toml file "
         r"\(for YAML, use Budget\.parse\(yaml\.safe_load\(\.\.\.\)\)\)$",
     ):
@@ -596,7 +596,7 @@ def test_budget_for_context_window_uses_given_allocations_unscaled() -> None:
 
 def test_budget_for_context_window_reserve_not_below_window_says_so() -> None:
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"^reserve_output \(500\) must be less than total \(500\); "
         "nothing would be left for the prompt$",
     ):
@@ -736,7 +736,7 @@ def test_budget_for_model_uses_given_allocations_as_given() -> None:
 @pytest.mark.parametrize("model", ["acme-70b", "xyz"])
 def test_budget_for_model_rejects_unknown_model_pointing_to_for_context_window(model: str) -> None:
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=rf"^unknown context window for model {re.escape(repr(model))}; use "
         r"Budget\.for_context_window\(<tokens>, reserve_output=\.\.\.\) with the window "
         "from your provider's documentation$",
@@ -746,7 +746,7 @@ def test_budget_for_model_rejects_unknown_model_pointing_to_for_context_window(m
 
 def test_budget_for_model_of_misspelt_model_names_the_nearest_known_one() -> None:
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"^unknown context window for model 'gpt4o' \(the nearest known model is "
         r"'gpt-4o' \(openai\)\); use Budget\.for_context_window",
     ):
@@ -756,7 +756,7 @@ def test_budget_for_model_of_misspelt_model_names_the_nearest_known_one() -> Non
 def test_budget_for_model_of_known_tokenizer_without_window_points_to_for_context_window() -> None:
     # tiktoken counts gpt-5.1 as a gpt-5, but its window is not in the table.
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"^unknown context window for model 'gpt-5\.1': not in ctxbudget's table; use "
         r"Budget\.for_context_window\(<tokens>, reserve_output=\.\.\.\)",
     ):
@@ -811,8 +811,8 @@ def test_budget_allocations_is_immutable_tuple() -> None:
 
 
 def test_budget_error_is_a_ctxbudget_error_and_a_value_error() -> None:
-    assert issubclass(BudgetError, ctxbudget.CtxBudgetError)
-    assert issubclass(BudgetError, ValueError)
+    assert issubclass(InvalidBudgetError, ctxbudget.CtxBudgetError)
+    assert issubclass(InvalidBudgetError, ValueError)
 
 
 # --- needs: the tables a caller sends -----------------------------------------------------
@@ -854,13 +854,13 @@ def test_budget_error_is_a_ctxbudget_error_and_a_value_error() -> None:
 def test_budget_parse_without_a_needed_allocation_says_what_to_add(
     syntax: Syntax, data: object, message: str
 ) -> None:
-    with pytest.raises(BudgetError, match=f"^{re.escape(message)}$"):
+    with pytest.raises(InvalidBudgetError, match=f"^{re.escape(message)}$"):
         Budget.parse(data, syntax=syntax, needs=("retrieved", "tools"))
 
 
 def test_budget_parse_lists_every_missing_allocation_in_one_sentence() -> None:
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"^retrieved, examples and memory are sent but have no allocation; add an "
         r"\[allocations\.retrieved\] table \(for example with min = 1200, max = 3000, "
         r"priority = 1\); an \[allocations\.examples\] table .*; an \[allocations\.memory\] "
@@ -889,7 +889,7 @@ def test_budget_from_file_error_starts_with_the_path(tmp_path: Path) -> None:
     )
 
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=f"^{re.escape(str(path))}: \\[allocations\\.retrieved\\] min must be 0 or more",
     ):
         Budget.from_file(path)
@@ -899,7 +899,7 @@ def test_budget_from_file_json_error_uses_json_syntax(tmp_path: Path) -> None:
     path = tmp_path / "budget.JSON"
     path.write_text('{"total": 10, "allocations": {"tools": {"max": 5}}}', encoding="utf-8")
 
-    with pytest.raises(BudgetError, match=r': add "priority": <n> to allocations\.tools '):
+    with pytest.raises(InvalidBudgetError, match=r': add "priority": <n> to allocations\.tools '):
         Budget.from_file(path)
 
 
@@ -907,7 +907,7 @@ def test_budget_from_file_passes_needs(tmp_path: Path) -> None:
     path = tmp_path / "budget.toml"
     path.write_text(README_TOML, encoding="utf-8")
 
-    with pytest.raises(BudgetError, match=r"history is sent but has no allocation; add an "):
+    with pytest.raises(InvalidBudgetError, match=r"history is sent but has no allocation; add an "):
         Budget.from_file(path, needs=["history"])
 
 
@@ -916,7 +916,8 @@ def test_budget_from_file_with_invalid_toml_says_where(tmp_path: Path) -> None:
     path.write_text("total = 6000\nreserve_output = \n", encoding="utf-8")
 
     with pytest.raises(
-        BudgetError, match=rf"^{re.escape(str(path))}: not valid TOML: .*line 2, column 18\)$"
+        InvalidBudgetError,
+        match=rf"^{re.escape(str(path))}: not valid TOML: .*line 2, column 18\)$",
     ):
         Budget.from_file(path)
 
@@ -926,7 +927,7 @@ def test_budget_from_file_with_invalid_json_says_where(tmp_path: Path) -> None:
     path.write_text('{"total": 6000,\n "allocations": [}', encoding="utf-8")
 
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=rf"^{re.escape(str(path))}: not valid JSON: Expecting value at line 2, column 18$",
     ):
         Budget.from_file(path)
@@ -941,7 +942,7 @@ def test_budget_from_file_with_repeated_json_key_refuses_it(tmp_path: Path) -> N
     )
 
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=rf'^{re.escape(str(path))}: the key "tools" appears twice in one object; keep one$',
     ):
         Budget.from_file(path)
@@ -952,7 +953,7 @@ def test_budget_from_file_that_is_not_utf8_says_so(tmp_path: Path) -> None:
     path.write_bytes(b"total = 6000 # \xff\n")
 
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=rf"^{re.escape(str(path))}: not UTF-8 text \(invalid start byte at byte 15\)$",
     ):
         Budget.from_file(path)

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import CLAIMANTS, Allocation, Budget, BudgetError
+from ctxbudget import Allocation, Budget, InvalidBudgetError
 from ctxbudget._budget_messages import Syntax
+from ctxbudget.types import CLAIMANTS
 
 # --- errors as one sentence in the file's own syntax ---------------------------------------
 
@@ -136,7 +137,7 @@ _TOML_CASES = [
 
 @pytest.mark.parametrize(("text", "message"), _TOML_CASES)
 def test_budget_parse_toml_error_is_one_sentence_in_toml_syntax(text: str, message: str) -> None:
-    with pytest.raises(BudgetError, match=f"^{re.escape(message)}$"):
+    with pytest.raises(InvalidBudgetError, match=f"^{re.escape(message)}$"):
         Budget.parse(tomllib.loads(text), syntax="toml")
 
 
@@ -206,12 +207,12 @@ _JSON_CASES = [
 
 @pytest.mark.parametrize(("data", "message"), _JSON_CASES)
 def test_budget_parse_json_error_is_one_sentence_in_json_syntax(data: object, message: str) -> None:
-    with pytest.raises(BudgetError, match=f"^{re.escape(message)}$"):
+    with pytest.raises(InvalidBudgetError, match=f"^{re.escape(message)}$"):
         Budget.parse(data, syntax="json")
 
 
 def test_budget_parse_defaults_to_json_syntax() -> None:
-    with pytest.raises(BudgetError, match=r"^allocations\[0\]\.min must be 0 or more"):
+    with pytest.raises(InvalidBudgetError, match=r"^allocations\[0\]\.min must be 0 or more"):
         Budget.parse({"total": 10, "allocations": [{"name": "tools", "min": -1, "priority": 1}]})
 
 
@@ -219,7 +220,8 @@ def test_budget_parse_duplicate_given_as_allocation_objects_names_the_claimant()
     tools = Allocation("tools", priority=1)
 
     with pytest.raises(
-        BudgetError, match=r"^allocation 'tools': appears twice; give each claimant one allocation$"
+        InvalidBudgetError,
+        match=r"^allocation 'tools': appears twice; give each claimant one allocation$",
     ):
         Budget.parse({"total": 10, "allocations": [tools, tools]})
 
@@ -250,7 +252,7 @@ def test_budget_parse_of_any_data_is_a_budget_or_one_plain_sentence(
 ) -> None:
     try:
         Budget.parse(data, syntax=syntax)
-    except BudgetError as exc:
+    except InvalidBudgetError as exc:
         message = str(exc)
         assert "\n" not in message
         assert "http" not in message

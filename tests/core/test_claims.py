@@ -14,7 +14,6 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     ContextBudgetError,
-    TokenCounter,
     Tool,
     Turn,
     get_tokenizer,
@@ -28,14 +27,15 @@ from ctxbudget._pack import Fit
 from ctxbudget._sources.claim import RetrievedClaim
 from ctxbudget._sources.pipeline import SourceOptions, retrieved_claim
 from ctxbudget._tools import ToolsClaim, tools_claim
+from ctxbudget.types import CountCache
 from tests.support.factories import SizedClaim
 
 O200K = get_tokenizer("o200k_base")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def counter() -> TokenCounter:
-    return TokenCounter(O200K)
+def counter() -> CountCache:
+    return CountCache(O200K)
 
 
 def library_claims() -> list[Claim]:

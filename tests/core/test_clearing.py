@@ -24,7 +24,7 @@ from ctxbudget import (
     HistoryOptions,
     Turn,
     get_tokenizer,
-    trim_turns,
+    trim_history,
 )
 from ctxbudget._history import cleared_placeholder
 from tests.support.factories import budget_for
@@ -50,11 +50,11 @@ def agent(names: tuple[str | None, ...] = ("search", "search", "search")) -> lis
 
 
 def trim(turns: list[Turn], max_tokens: int, options: HistoryOptions = KEEP_ONE) -> object:
-    return trim_turns(turns, max_tokens=max_tokens, tokenizer=FAKE, options=options)
+    return trim_history(turns, max_tokens=max_tokens, tokenizer=FAKE, history=options)
 
 
 def shown(turns: list[Turn], max_tokens: int, options: HistoryOptions = KEEP_ONE) -> list[str]:
-    result = trim_turns(turns, max_tokens=max_tokens, tokenizer=FAKE, options=options)
+    result = trim_history(turns, max_tokens=max_tokens, tokenizer=FAKE, history=options)
     return [content for _, content in result.messages]
 
 
@@ -65,17 +65,17 @@ PLACEHOLDER = cleared_placeholder("search", 82)
 
 
 def test_clearing_everything_fits_clears_nothing() -> None:
-    result = trim_turns(agent(), max_tokens=283, tokenizer=FAKE, options=KEEP_ONE)
+    result = trim_history(agent(), max_tokens=283, tokenizer=FAKE, history=KEEP_ONE)
     assert (result.cleared, result.gaps) == ((), ())
 
 
 def test_clearing_clears_the_oldest_result_when_that_is_enough() -> None:
-    result = trim_turns(agent(), max_tokens=250, tokenizer=FAKE, options=KEEP_ONE)
+    result = trim_history(agent(), max_tokens=250, tokenizer=FAKE, history=KEEP_ONE)
     assert (result.cleared, result.kept) == ((2,), tuple(range(8)))
 
 
 def test_clearing_clears_as_many_results_as_the_space_needs() -> None:
-    result = trim_turns(agent(), max_tokens=200, tokenizer=FAKE, options=KEEP_ONE)
+    result = trim_history(agent(), max_tokens=200, tokenizer=FAKE, history=KEEP_ONE)
     assert (result.cleared, result.gaps) == ((2, 4), ())
 
 
@@ -88,12 +88,12 @@ def test_clearing_placeholder_without_a_tool_name_gives_the_size() -> None:
 
 
 def test_clearing_keeps_the_call_of_a_cleared_result() -> None:
-    result = trim_turns(agent(), max_tokens=200, tokenizer=FAKE, options=KEEP_ONE)
+    result = trim_history(agent(), max_tokens=200, tokenizer=FAKE, history=KEEP_ONE)
     assert result.messages[1:3] == (("assistant", "call0"), ("tool", PLACEHOLDER))
 
 
 def test_clearing_counts_the_placeholder_exactly() -> None:
-    result = trim_turns(agent(), max_tokens=200, tokenizer=FAKE, options=KEEP_ONE)
+    result = trim_history(agent(), max_tokens=200, tokenizer=FAKE, history=KEEP_ONE)
     assert result.tokens == fake_count(result.text) <= 200
 
 
@@ -109,43 +109,43 @@ def chatty() -> list[Turn]:
 
 def test_clearing_recent_results_stay_whole_while_older_turns_can_go() -> None:
     # 300, keep_tool_results=3 (the default): the three results fit whole if the chat goes.
-    result = trim_turns(chatty(), max_tokens=300, tokenizer=FAKE)
+    result = trim_history(chatty(), max_tokens=300, tokenizer=FAKE)
     assert (result.cleared, result.gaps) == ((), ((1, 3),))
 
 
 def test_clearing_older_results_go_before_any_turn() -> None:
     # 300, keep_tool_results=1: clearing the two older results (128) makes everything fit.
-    result = trim_turns(chatty(), max_tokens=300, tokenizer=FAKE, options=KEEP_ONE)
+    result = trim_history(chatty(), max_tokens=300, tokenizer=FAKE, history=KEEP_ONE)
     assert (result.cleared, result.gaps) == ((4, 6), ())
 
 
 def test_clearing_keep_tool_results_leaves_that_many_whole() -> None:
     options = HistoryOptions(keep_tool_results=2)
-    result = trim_turns(agent(), max_tokens=250, tokenizer=FAKE, options=options)
+    result = trim_history(agent(), max_tokens=250, tokenizer=FAKE, history=options)
     assert (result.cleared, result.gaps) == ((2,), ())
 
 
 def test_clearing_clear_at_least_clears_more_than_the_space_needs() -> None:
     options = HistoryOptions(keep_tool_results=1, clear_at_least=100)
-    result = trim_turns(agent(), max_tokens=250, tokenizer=FAKE, options=options)
+    result = trim_history(agent(), max_tokens=250, tokenizer=FAKE, history=options)
     assert result.cleared == (2, 4)
 
 
 def test_clearing_clear_at_least_is_not_a_reason_to_clear_when_everything_fits() -> None:
     options = HistoryOptions(keep_tool_results=0, clear_at_least=100)
-    assert trim_turns(agent(), max_tokens=283, tokenizer=FAKE, options=options).cleared == ()
+    assert trim_history(agent(), max_tokens=283, tokenizer=FAKE, history=options).cleared == ()
 
 
 def test_clearing_never_clears_a_listed_tool() -> None:
     options = HistoryOptions(keep_tool_results=1, never_clear=frozenset({"lookup"}))
     turns = agent(("lookup", "search", "search"))
-    result = trim_turns(turns, max_tokens=250, tokenizer=FAKE, options=options)
+    result = trim_history(turns, max_tokens=250, tokenizer=FAKE, history=options)
     assert result.cleared == (4,)
 
 
 def test_clearing_off_drops_whole_units_instead() -> None:
     options = HistoryOptions(clear_tool_results=False, keep_tool_results=1)
-    result = trim_turns(agent(), max_tokens=250, tokenizer=FAKE, options=options)
+    result = trim_history(agent(), max_tokens=250, tokenizer=FAKE, history=options)
     assert result.cleared == ()
     assert result.gaps == ((1, 3),)
 
@@ -160,7 +160,7 @@ def test_clearing_leaves_a_result_shorter_than_its_placeholder_whole() -> None:
         Turn(role="user", content="q1"),
     ]
     options = HistoryOptions(keep_tool_results=0)
-    result = trim_turns(turns, max_tokens=60, tokenizer=FAKE, options=options)
+    result = trim_history(turns, max_tokens=60, tokenizer=FAKE, history=options)
     assert (result.kept, result.cleared) == ((0, 2, 3, 4), ())
     assert result.messages[3] == ("tool", "ok")
 
@@ -168,7 +168,7 @@ def test_clearing_leaves_a_result_shorter_than_its_placeholder_whole() -> None:
 def test_clearing_never_clears_the_latest_units_results() -> None:
     turns = [*agent()[:-1]]  # the conversation ends with the last call and its result
     options = HistoryOptions(keep_tool_results=0)
-    result = trim_turns(turns, max_tokens=180, tokenizer=FAKE, options=options)
+    result = trim_history(turns, max_tokens=180, tokenizer=FAKE, history=options)
     assert result.cleared == (2, 4)
     assert result.messages[-1] == ("tool", words(40))
 
@@ -178,18 +178,18 @@ def test_clearing_never_clears_the_latest_units_results() -> None:
 
 def test_clearing_not_enough_drops_middle_units_of_cleared_results() -> None:
     # 150: everything with two results cleared costs 155; the oldest unit goes.
-    result = trim_turns(agent(), max_tokens=150, tokenizer=FAKE, options=KEEP_ONE)
+    result = trim_history(agent(), max_tokens=150, tokenizer=FAKE, history=KEEP_ONE)
     assert (result.kept, result.gaps, result.cleared) == ((0, 3, 4, 5, 6, 7), ((1, 3),), (4,))
 
 
 def test_clearing_not_enough_keeps_a_recent_result_whole_while_it_fits() -> None:
-    result = trim_turns(agent(), max_tokens=150, tokenizer=FAKE, options=KEEP_ONE)
+    result = trim_history(agent(), max_tokens=150, tokenizer=FAKE, history=KEEP_ONE)
     assert result.messages[-2] == ("tool", words(40))
 
 
 def test_clearing_recent_result_that_cannot_fit_whole_is_cleared_not_dropped() -> None:
     # 100: the last call's 87-token unit does not fit beside q0 and q1; cleared, all fit (91).
-    result = trim_turns(agent(), max_tokens=100, tokenizer=FAKE, options=KEEP_ONE)
+    result = trim_history(agent(), max_tokens=100, tokenizer=FAKE, history=KEEP_ONE)
     assert (result.kept, result.cleared) == (tuple(range(8)), (2, 4, 6))
 
 
@@ -277,6 +277,6 @@ def test_assembler_history_must_be_history_options() -> None:
         ContextAssembler(tokenizer=FAKE, history={"keep_tool_results": 1})  # type: ignore[arg-type]
 
 
-def test_trim_turns_options_must_be_history_options() -> None:
-    with pytest.raises(TypeError, match="options must be a HistoryOptions, not dict"):
-        trim_turns(agent(), max_tokens=100, tokenizer=FAKE, options={})  # type: ignore[arg-type]
+def test_trim_history_history_must_be_history_options() -> None:
+    with pytest.raises(TypeError, match="history must be a HistoryOptions, not dict"):
+        trim_history(agent(), max_tokens=100, tokenizer=FAKE, history={})  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ _FIELDS: dict[str, Any] = {
     "trimmed": (),
     "dropped": (),
     "retrieval_trimmed": False,
-    "squeezed_by": {},
+    "trimmed_by": {},
     "escalated": None,
     "prefix_tokens": 0,
     "prefix_hash": "0" * 64,

@@ -19,10 +19,10 @@ from ctxbudget import (
     ContextAssembler,
     EstimateTokenizer,
     TiktokenTokenizer,
-    TokenCounter,
     count_method_of,
     get_tokenizer,
 )
+from ctxbudget.types import CountCache
 from tests.support.factories import chunk
 
 # Claude's count over o200k's on the note's samples (ctok v3, v4.7, v4.8; section 3.5).
@@ -153,7 +153,7 @@ def test_estimate_of_any_text_is_at_least_o200k(model: str, text: str) -> None:
 
 @given(text=st.text())
 def test_estimate_lower_bound_is_at_most_its_count(text: str) -> None:
-    counter = TokenCounter(get_tokenizer("claude-sonnet-4-5"))
+    counter = CountCache(get_tokenizer("claude-sonnet-4-5"))
 
     assert counter.lower_bound(text) <= counter.count(text)
 

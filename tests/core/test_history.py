@@ -517,7 +517,7 @@ def test_history_without_a_question_latest_turn_over_the_max_raises(
         continued(fake_tokenizer, budget_for("history", 25), SEVEN)
 
 
-def test_history_without_a_question_latest_turn_squeezed_out_raises(
+def test_history_without_a_question_latest_turn_crowded_out_raises(
     fake_tokenizer: CallableTokenizer,
 ) -> None:
     budget = Budget(

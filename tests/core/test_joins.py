@@ -19,9 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxbudget._joins
-from ctxbudget import CallableTokenizer, TiktokenTokenizer, TokenCounter, get_tokenizer
+from ctxbudget import CallableTokenizer, TiktokenTokenizer, get_tokenizer
 from ctxbudget._joins import SCAN, Counted, Ends, JoinCounter, Piece, ends, hard, join_counter
 from ctxbudget._tokens import VERIFY_JOINS
+from ctxbudget.types import CountCache
 from tests.support.join_cases import CONTEXTS, FRAGMENTS, SEPARATORS, roles, stride
 
 ENCODINGS = {name: get_tokenizer(name) for name in ("o200k_base", "cl100k_base")}
@@ -43,7 +44,7 @@ def full(encoding: str, text: str) -> int:
 
 
 def joined(encoding: str, pieces: list[Piece]) -> int:
-    return TokenCounter(ENCODINGS[encoding]).count_joined(pieces)
+    return CountCache(ENCODINGS[encoding]).count_joined(pieces)
 
 
 @pytest.fixture(autouse=True)
@@ -97,7 +98,7 @@ def test_split_at_every_hard_position_keeps_the_count(encoding: str, text: str) 
 def test_joined_count_uses_ingest_counts_as_given(
     encoding: str, parts: list[str], error: int
 ) -> None:
-    counter = TokenCounter(ENCODINGS[encoding])
+    counter = CountCache(ENCODINGS[encoding])
     at = len(parts) // 2
     middle = parts[at]
     claimed = full(encoding, middle) + error
@@ -286,7 +287,7 @@ def test_count_joined_of_other_tokenizers_counts_the_joined_text() -> None:
         seen.append(text)
         return len(text.split())
 
-    counter = TokenCounter(CallableTokenizer(words, name="words"))
+    counter = CountCache(CallableTokenizer(words, name="words"))
     assert counter.count_joined(["a b", "\n\n", Counted("c d e", 99)]) == 5
     assert seen == ["a b\n\nc d e"]
 
@@ -296,12 +297,12 @@ def test_count_joined_of_a_tiktoken_subclass_counts_the_joined_text() -> None:
         def count(self, text: str) -> int:
             return super().count(text) + 1
 
-    counter = TokenCounter(Padded(ENCODINGS["o200k_base"].encoding))
+    counter = CountCache(Padded(ENCODINGS["o200k_base"].encoding))
     assert counter.count_joined(["Hello", " world"]) == 3
 
 
 def test_count_joined_of_long_parts_is_cached_per_part() -> None:
-    counter = TokenCounter(ENCODINGS["o200k_base"])
+    counter = CountCache(ENCODINGS["o200k_base"])
     part = "A paragraph of policy text. " * 40
     counter.count_joined([part, "\n\n", "Question: why?"])
     calls = counter.calls
@@ -324,12 +325,12 @@ def test_verify_mode_raises_when_the_joins_are_wrong(monkeypatch: pytest.MonkeyP
     with pytest.raises(
         RuntimeError, match=r"counted 1 tokens by their joins but a full o200k_base encode gives 3"
     ):
-        TokenCounter(ENCODINGS["o200k_base"]).count_joined(["Hello", " world", "!!"])
+        CountCache(ENCODINGS["o200k_base"]).count_joined(["Hello", " world", "!!"])
 
 
 def test_verify_mode_allows_for_a_wrong_ingest_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(VERIFY_JOINS, "1")
-    counter = TokenCounter(ENCODINGS["o200k_base"])
+    counter = CountCache(ENCODINGS["o200k_base"])
     text = "An ingest count."
     claimed = full("o200k_base", text) + 36
     joined = counter.count_joined(["Hi.", "\n\n", Counted(text, claimed)])
@@ -339,14 +340,14 @@ def test_verify_mode_allows_for_a_wrong_ingest_count(monkeypatch: pytest.MonkeyP
 def test_verify_mode_off_for_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(VERIFY_JOINS, "0")
     monkeypatch.setattr(JoinCounter, "total", lambda self, parts: 1)
-    assert TokenCounter(ENCODINGS["o200k_base"]).count_joined(["Hello", " world"]) == 1
+    assert CountCache(ENCODINGS["o200k_base"]).count_joined(["Hello", " world"]) == 1
 
 
 def test_verify_mode_is_read_when_the_counter_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(JoinCounter, "total", lambda self, parts: 1)
-    unverified = TokenCounter(ENCODINGS["o200k_base"])
+    unverified = CountCache(ENCODINGS["o200k_base"])
     monkeypatch.setenv(VERIFY_JOINS, "1")
-    verified = TokenCounter(ENCODINGS["o200k_base"])
+    verified = CountCache(ENCODINGS["o200k_base"])
 
     assert unverified.count_joined(["Hello", " world"]) == 1
     with pytest.raises(RuntimeError, match="by their joins"):
@@ -354,7 +355,7 @@ def test_verify_mode_is_read_when_the_counter_is_built(monkeypatch: pytest.Monke
 
 
 def test_count_parts_remembers_a_section_of_plain_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    counter = TokenCounter(ENCODINGS["o200k_base"])
+    counter = CountCache(ENCODINGS["o200k_base"])
     section = ["<memory>\n", "A remembered fact.", "\n\n", "Another one.", "\n</memory>"]
     first = counter.count_parts(section)
     monkeypatch.setattr(JoinCounter, "total", lambda self, parts: pytest.fail("recounted"))
@@ -363,7 +364,7 @@ def test_count_parts_remembers_a_section_of_plain_pieces(monkeypatch: pytest.Mon
 
 
 def test_count_parts_with_a_counted_piece_counts_each_time() -> None:
-    counter = TokenCounter(ENCODINGS["o200k_base"])
+    counter = CountCache(ENCODINGS["o200k_base"])
     pieces: list[Piece] = ["Header\n", Counted("Body text.", 3)]
     assert (
         counter.count_parts(pieces)
@@ -373,11 +374,11 @@ def test_count_parts_with_a_counted_piece_counts_each_time() -> None:
 
 
 def test_count_parts_of_nothing_is_zero() -> None:
-    assert TokenCounter(ENCODINGS["o200k_base"]).count_parts(["", ""]) == 0
+    assert CountCache(ENCODINGS["o200k_base"]).count_parts(["", ""]) == 0
 
 
 def test_count_parts_of_other_tokenizers_counts_the_joined_text() -> None:
-    counter = TokenCounter(CallableTokenizer(lambda text: len(text.split()), name="words"))
+    counter = CountCache(CallableTokenizer(lambda text: len(text.split()), name="words"))
     assert counter.count_parts(["a b", " c"]) == 3
 
 

@@ -17,10 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ctxbudget._joins
-from ctxbudget import TiktokenTokenizer, TokenCounter, get_tokenizer
+from ctxbudget import TiktokenTokenizer, get_tokenizer
 from ctxbudget import _vocab as vocab
 from ctxbudget._joins import Counted, JoinCounter, Piece, hard, join_counter, stable
 from ctxbudget._tokens import VERIFY_JOINS
+from ctxbudget.types import CountCache
 from tests.support.join_cases import CONTEXTS, FRAGMENTS, SEPARATORS, roles, stride
 
 FAMILIES = ["llama3", "llama4", "qwen2.5", "qwen3.5"]
@@ -70,7 +71,7 @@ def full(family: str, text: str) -> int:
 
 
 def joined(family: str, pieces: list[Piece]) -> int:
-    return TokenCounter(tokenizer(family)).count_joined(pieces)
+    return CountCache(tokenizer(family)).count_joined(pieces)
 
 
 def cuts(family: str, x: str, y: str) -> bool:
@@ -130,7 +131,7 @@ def test_split_at_every_position_the_counter_cuts_keeps_the_count(family: str, t
 def test_joined_count_uses_ingest_counts_as_given(
     family: str, parts: list[str], error: int
 ) -> None:
-    counter = TokenCounter(tokenizer(family))
+    counter = CountCache(tokenizer(family))
     at = len(parts) // 2
     middle = parts[at]
     claimed = full(family, middle) + error
@@ -214,4 +215,4 @@ def test_verify_mode_raises_when_the_joins_are_wrong(
     with pytest.raises(
         RuntimeError, match=rf"counted 1 tokens by their joins but a full {family} encode gives"
     ):
-        TokenCounter(tokenizer(family)).count_joined(["Hello", " world", "!!"])
+        CountCache(tokenizer(family)).count_joined(["Hello", " world", "!!"])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ctxbudget import CLAIMANTS
 from ctxbudget._layout import FRAME_TAGS, FRAMES, PREFIX, SECTION_ORDER, SECTIONS, TAIL
+from ctxbudget.types import CLAIMANTS
 
 
 def test_the_table_names_every_claimant_once() -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import Budget, BudgetError, TokenizerError, get_tokenizer, resolve_model
+from ctxbudget import Budget, InvalidBudgetError, TokenizerError, get_tokenizer, resolve_model
 from ctxbudget._cli.options import tokenizer as cli_tokenizer
 
 # (name as a user or framework writes it, canonical name, family, provider)
@@ -237,7 +237,7 @@ def test_budget_for_model_of_gemini_is_its_window() -> None:
 
 def test_budget_for_model_of_open_weight_model_asks_for_the_servers_window() -> None:
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"unknown context window for model 'llama3\.1:8b': an open-weight model's "
         r"window is the server's setting \(Ollama num_ctx, vLLM --max-model-len\).*; use "
         r"Budget\.for_context_window\(<tokens>, reserve_output=\.\.\.\) with the window your "
@@ -249,7 +249,7 @@ def test_budget_for_model_of_open_weight_model_asks_for_the_servers_window() -> 
 
 def test_budget_for_model_of_unknown_name_names_the_nearest_known_one() -> None:
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"unknown context window for model 'claude-sonet-4-5' \(the nearest known model "
         r"is 'claude-sonnet-4-5' \(claude\)\); use Budget\.for_context_window",
     ):

@@ -28,7 +28,7 @@ from ctxbudget import (
     Turn,
     select_sources,
     span_attributes,
-    trim_turns,
+    trim_history,
 )
 from tests.support.factories import budget_for, chunks, words
 from tests.support.imports import loaded_after
@@ -93,7 +93,9 @@ def test_assemble_span_counts_drops_by_reason_without_ids(spans: InMemorySpanExp
     assert not any("secret-1" in str(v) or "twin-b" in str(v) for v in attributes.values())
 
 
-def test_assemble_span_names_the_squeezing_claimants(spans: InMemorySpanExporter) -> None:
+def test_assemble_span_names_the_claimants_that_trimmed_retrieval(
+    spans: InMemorySpanExporter,
+) -> None:
     budget = Budget(
         total=700,
         reserve_output=0,
@@ -109,7 +111,7 @@ def test_assemble_span_names_the_squeezing_claimants(spans: InMemorySpanExporter
     assert result.report.retrieval_trimmed
     attributes = _only(spans, "ctxbudget.assemble").attributes or {}
     assert attributes["ctxbudget.retrieval_trimmed"] is True
-    assert attributes["ctxbudget.squeezed_by.system"] == result.report.squeezed_by["system"]
+    assert attributes["ctxbudget.trimmed_by.system"] == result.report.trimmed_by["system"]
 
 
 def test_select_sources_span_carries_the_selection(spans: InMemorySpanExporter) -> None:
@@ -126,12 +128,12 @@ def test_assembler_select_sources_opens_one_span(spans: InMemorySpanExporter) ->
     assert [s.name for s in spans.get_finished_spans()] == ["ctxbudget.select_sources"]
 
 
-def test_trim_turns_span_carries_the_history_figures(spans: InMemorySpanExporter) -> None:
+def test_trim_history_span_carries_the_history_figures(spans: InMemorySpanExporter) -> None:
     turns = [
         Turn(role="user" if i % 2 == 0 else "assistant", content=words("m", 40)) for i in range(9)
     ]
-    trimmed = trim_turns(turns, max_tokens=200, tokenizer="o200k_base")
-    attributes = _only(spans, "ctxbudget.trim_turns").attributes or {}
+    trimmed = trim_history(turns, max_tokens=200, tokenizer="o200k_base")
+    attributes = _only(spans, "ctxbudget.trim_history").attributes or {}
     assert attributes["ctxbudget.claimant.history.used"] == trimmed.tokens
     assert attributes["ctxbudget.history.gaps"] == len(trimmed.gaps)
     assert attributes["ctxbudget.dropped.over_budget"] == len(trimmed.dropped)

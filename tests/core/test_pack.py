@@ -22,7 +22,7 @@ def packer(
     log: list[str] | None = None,
     *,
     ceiling: Callable[[Item], int] | None = None,
-    floor: Callable[[Item], int] | None = None,
+    quick_bound: Callable[[Item], int] | None = None,
 ) -> Packer[Item]:
     seen = [] if log is None else log
 
@@ -43,7 +43,7 @@ def packer(
         framing=0,
         separator=1,
         ceiling=ceiling,
-        floor=floor,
+        quick_bound=quick_bound,
     )
 
 
@@ -61,12 +61,14 @@ sizes = st.lists(st.integers(0, 60), max_size=12)
 
 
 @given(sizes=sizes, grant=st.integers(0, 120), slack=st.integers(0, 40))
-def test_pack_with_ceiling_and_floor_decides_as_without(
+def test_pack_with_ceiling_and_quick_bound_decides_as_without(
     sizes: list[int], grant: int, slack: int
 ) -> None:
     items = [(f"i{n}", size) for n, size in enumerate(sizes)]
     plain = packer().pack(items, grant)
-    quick = packer(ceiling=lambda i: i[1] // 2 + slack, floor=lambda i: max(i[1] // 2 - slack, 0))
+    quick = packer(
+        ceiling=lambda i: i[1] // 2 + slack, quick_bound=lambda i: max(i[1] // 2 - slack, 0)
+    )
     assert outcome(quick.pack(items, grant)) == outcome(plain)
 
 
@@ -76,9 +78,11 @@ def test_pack_skips_the_bound_while_the_ceiling_fits() -> None:
     assert log == ["cost a", "cost b"]
 
 
-def test_pack_skips_the_bound_when_the_floor_exceeds_the_grant() -> None:
+def test_pack_skips_the_bound_when_the_quick_bound_exceeds_the_grant() -> None:
     log: list[str] = []
-    fit = packer(log, ceiling=lambda i: i[1], floor=lambda i: i[1] // 2).pack([("big", 500)], 100)
+    fit = packer(log, ceiling=lambda i: i[1], quick_bound=lambda i: i[1] // 2).pack(
+        [("big", 500)], 100
+    )
     assert log == []
     assert [(i[0], r, t) for i, r, t in fit.dropped] == [("big", "oversize", None)]
 

@@ -43,7 +43,7 @@ def sized(sizes: list[int]) -> list[Chunk]:
 
 def selected(chunks: list[Chunk], max_tokens: int, fence: Any, **kwargs: Any) -> Selection:
     return select_sources(
-        chunks, max_tokens=max_tokens, tokenizer=O200K, options=NO_DEDUP, fence=fence, **kwargs
+        chunks, max_tokens=max_tokens, tokenizer=O200K, sources=NO_DEDUP, fence=fence, **kwargs
     )
 
 
@@ -151,7 +151,7 @@ def test_per_source_fences_share_the_conflict_notice_when_dates_differ() -> None
     ]
     options = SourceOptions(conflict_policy="prefer_newer")
     selection = select_sources(
-        chunks, max_tokens=1_000, tokenizer=O200K, options=options, fence="per_source"
+        chunks, max_tokens=1_000, tokenizer=O200K, sources=options, fence="per_source"
     )
 
     assert "follow the one with the latest effective date" in selection.frame.open

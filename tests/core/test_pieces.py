@@ -12,7 +12,6 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     SourceOptions,
-    TokenCounter,
     Turn,
     get_tokenizer,
 )
@@ -24,6 +23,7 @@ from ctxbudget._layout import FRAMES
 from ctxbudget._sources.claim import _around
 from ctxbudget._sources.pipeline import retrieved_claim
 from ctxbudget._sources.render import RenderOptions, render_source
+from ctxbudget.types import CountCache
 
 O200K = get_tokenizer("o200k_base")
 
@@ -33,7 +33,7 @@ def joined(pieces: list[Piece]) -> str:
 
 
 def test_text_claim_pieces_join_to_its_section() -> None:
-    counter = TokenCounter(O200K)
+    counter = CountCache(O200K)
     claim = text_claim(
         Allocation("system", priority=0),
         "First paragraph.\n\nSecond one.\n\n\n\nThird.",
@@ -46,7 +46,7 @@ def test_text_claim_pieces_join_to_its_section() -> None:
 
 
 def test_question_pieces_are_the_section_whole() -> None:
-    counter = TokenCounter(O200K)
+    counter = CountCache(O200K)
     claim = text_claim(
         Allocation("question", priority=0), "Why?", counter=counter, frame=FRAMES["question"]
     )
@@ -57,14 +57,14 @@ def test_history_pieces_join_to_its_section_with_gap_markers() -> None:
     turns = [
         Turn(role="user" if i % 2 else "assistant", content=f"Turn {i}. " * 30) for i in range(9)
     ]
-    claim = HistoryClaim(Allocation("history", priority=3), turns, counter=TokenCounter(O200K))
+    claim = HistoryClaim(Allocation("history", priority=3), turns, counter=CountCache(O200K))
     fit = claim.fit(400)
     assert "omitted" in claim.render(fit)
     assert joined(claim.pieces(fit)) == claim.render(fit)
 
 
 def test_empty_fit_has_no_pieces() -> None:
-    claim = HistoryClaim(Allocation("history", priority=3), [], counter=TokenCounter(O200K))
+    claim = HistoryClaim(Allocation("history", priority=3), [], counter=CountCache(O200K))
     assert claim.pieces(claim.fit(100)) == []
 
 
@@ -90,7 +90,7 @@ def test_retrieved_pieces_join_to_the_rendered_fence(fmt: SourceFormat) -> None:
         chunks,
         principal=None,
         options=options,
-        counter=TokenCounter(O200K),
+        counter=CountCache(O200K),
         now=datetime(2026, 1, 1, tzinfo=UTC),
     )
     fit = claim.fit(1_000)
@@ -114,7 +114,7 @@ def test_around_splits_a_source_at_its_content_even_with_a_mark_in_the_header() 
 
 def test_history_pieces_keep_each_turn_line_whole() -> None:
     turns = [Turn(role="user", content="First paragraph.\n\nSecond paragraph.")]
-    claim = HistoryClaim(Allocation("history", priority=3), turns, counter=TokenCounter(O200K))
+    claim = HistoryClaim(Allocation("history", priority=3), turns, counter=CountCache(O200K))
     pieces = claim.pieces(claim.fit(1_000))
     assert "User: First paragraph.\n\nSecond paragraph." in pieces
 

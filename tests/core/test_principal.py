@@ -13,12 +13,12 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     InputError,
-    NoScope,
     Principal,
     SourceOptions,
     principal_for_call,
     select_sources,
 )
+from ctxbudget.types import NoScope
 from tests.support.factories import budget_for
 
 ACME = Principal(tenant="acme", groups=frozenset({"staff"}))
@@ -140,12 +140,12 @@ NO_PRINCIPAL = (
 
 def test_select_sources_requiring_a_principal_refuses_none() -> None:
     with pytest.raises(InputError, match=NO_PRINCIPAL):
-        select_sources(CHUNKS, max_tokens=500, tokenizer="o200k_base", options=REQUIRED)
+        select_sources(CHUNKS, max_tokens=500, tokenizer="o200k_base", sources=REQUIRED)
 
 
 def test_select_sources_requiring_a_principal_answers_for_one() -> None:
     selection = select_sources(
-        CHUNKS, max_tokens=500, tokenizer="o200k_base", principal=ACME, options=REQUIRED
+        CHUNKS, max_tokens=500, tokenizer="o200k_base", principal=ACME, sources=REQUIRED
     )
 
     assert [s.chunk.id for s in selection.sources] == ["public", "acme"]

@@ -100,7 +100,7 @@ def fields(**changes: Any) -> dict[str, Any]:
         "granted": {"retrieved": 80},
         "trimmed": ("retrieved",),
         "retrieval_trimmed": False,
-        "squeezed_by": {},
+        "trimmed_by": {},
         "escalated": None,
         "prefix_tokens": 0,
         "prefix_hash": "0" * 64,
@@ -233,7 +233,7 @@ def test_deferred_report_dumps_and_compares_as_built_with_any_drops(
 
 
 def chat_report(**options: object) -> Report:
-    """The report of a tool-calling chat squeezed to 200 tokens (docs/agents.md, "Agents and
+    """The report of a tool-calling chat trimmed to 200 tokens (docs/agents.md, "Agents and
     chat")."""
     history = [Turn(role="user", content="Find it.")]
     for k in range(4):

@@ -45,7 +45,7 @@ def sized(sizes: list[int]) -> list[Chunk]:
 
 def selected(chunks: list[Chunk], max_tokens: int, fence: Any, **kwargs: Any) -> Selection:
     return select_sources(
-        chunks, max_tokens=max_tokens, tokenizer=O200K, options=NO_DEDUP, fence=fence, **kwargs
+        chunks, max_tokens=max_tokens, tokenizer=O200K, sources=NO_DEDUP, fence=fence, **kwargs
     )
 
 
@@ -194,7 +194,7 @@ def test_select_sources_sending_what_it_can_is_silent_above_a_floor(
             min_tokens=10,
             tokenizer=O200K,
             principal=principal,
-            options=options,
+            sources=options,
         )
 
     assert warnings_of(caplog) == []

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ctxbudget import Budget, BudgetError, server_window
+from ctxbudget import Budget, InvalidBudgetError, server_window
 
 Handler = Callable[[httpx.Request], httpx.Response]
 
@@ -121,7 +121,7 @@ def test_ollama_window_without_num_ctx_or_a_loaded_model_refuses_to_assume_a_def
     client = _client({"POST /api/show": _show(parameters=""), "GET /api/ps": {"models": []}})
 
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"the Ollama server at http://localhost:11434 runs 'llama3\.1:8b' without num_ctx "
         r"and has not loaded it, so its window is Ollama's default, which the server does not "
         r"report: OLLAMA_CONTEXT_LENGTH .*; set num_ctx",
@@ -141,7 +141,7 @@ def test_ollama_window_takes_a_langchain_provider_prefix_and_a_v1_base_url() -> 
 
 def test_ollama_window_of_a_model_the_server_lacks_says_pull_it() -> None:
     with pytest.raises(
-        BudgetError, match=r"has no model 'phi4:14b': pull it \(ollama pull phi4:14b\)"
+        InvalidBudgetError, match=r"has no model 'phi4:14b': pull it \(ollama pull phi4:14b\)"
     ):
         server_window("http://localhost:11434", "phi4:14b", kind="ollama", client=_client({}))
 
@@ -162,7 +162,7 @@ def test_vllm_window_of_a_model_not_served_names_the_served_ids() -> None:
     client = _client({"GET /v1/models": MODELS})
 
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"does not serve 'llama3\.1' \(it serves 'meta-llama/Llama-3\.1-8B-Instruct'\)",
     ):
         server_window("http://gpu:8000", "llama3.1", kind="vllm", client=client)
@@ -172,7 +172,9 @@ def test_vllm_window_without_max_model_len_says_so() -> None:
     entry = {key: value for key, value in MODELS["data"][0].items() if key != "max_model_len"}
     client = _client({"GET /v1/models": {"object": "list", "data": [entry]}})
 
-    with pytest.raises(BudgetError, match=r"without max_model_len \(is it a vLLM server\?\)"):
+    with pytest.raises(
+        InvalidBudgetError, match=r"without max_model_len \(is it a vLLM server\?\)"
+    ):
         server_window(
             "http://gpu:8000", "meta-llama/Llama-3.1-8B-Instruct", kind="vllm", client=client
         )
@@ -185,7 +187,7 @@ def test_server_window_that_cannot_connect_says_check_the_url() -> None:
     client = httpx.Client(transport=httpx.MockTransport(refuse))
 
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"could not ask the vLLM server at http://gpu:8000 for 'm''s context window "
         r"\(ConnectError: connection refused\): check the base URL",
     ):
@@ -195,7 +197,9 @@ def test_server_window_that_cannot_connect_says_check_the_url() -> None:
 def test_server_window_of_an_error_status_names_it() -> None:
     client = httpx.Client(transport=httpx.MockTransport(lambda _: httpx.Response(500)))
 
-    with pytest.raises(BudgetError, match=r"answered GET http://gpu:8000/v1/models with HTTP 500"):
+    with pytest.raises(
+        InvalidBudgetError, match=r"answered GET http://gpu:8000/v1/models with HTTP 500"
+    ):
         server_window("http://gpu:8000", "m", kind="vllm", client=client)
 
 
@@ -204,12 +208,12 @@ def test_server_window_of_a_non_json_answer_says_so() -> None:
         transport=httpx.MockTransport(lambda _: httpx.Response(200, text="<html>"))
     )
 
-    with pytest.raises(BudgetError, match=r"with no JSON object"):
+    with pytest.raises(InvalidBudgetError, match=r"with no JSON object"):
         server_window("http://gpu:8000", "m", kind="vllm", client=client)
 
 
 def test_server_window_of_an_unknown_kind_names_the_kinds() -> None:
-    with pytest.raises(BudgetError, match=r"kind='tgi' is not a server ctxbudget can ask"):
+    with pytest.raises(InvalidBudgetError, match=r"kind='tgi' is not a server ctxbudget can ask"):
         server_window("http://gpu:8000", "m", kind="tgi", client=_client({}))  # type: ignore[arg-type]
 
 
@@ -230,5 +234,5 @@ def test_budget_for_model_with_a_window_keeps_a_models_input_limit() -> None:
 
 @pytest.mark.parametrize("window", [0, -1, True, 8192.0])
 def test_budget_for_model_with_a_window_that_is_not_tokens_is_refused(window: Any) -> None:
-    with pytest.raises(BudgetError, match=r"window must be"):
+    with pytest.raises(InvalidBudgetError, match=r"window must be"):
         Budget.for_model("llama3.1:8b", reserve_output=1_000, window=window)

@@ -1,5 +1,5 @@
 """One part of a prompt on its own (core/ctxbudget/_standalone.py): `select_sources` and
-`ContextAssembler.select_sources` for retrieved sources, `trim_turns` and
+`ContextAssembler.select_sources` for retrieved sources, `trim_history` and
 `ContextAssembler.trim_history` for history."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ctxbudget import (
     Turn,
     get_tokenizer,
     select_sources,
-    trim_turns,
+    trim_history,
 )
 from tests.support.factories import budget_for
 
@@ -113,7 +113,7 @@ def test_select_sources_drops_forbidden_and_invisible_only_chunks() -> None:
 
 def test_select_sources_applies_options() -> None:
     options = SourceOptions(order="relevance", source_format="xml", min_relevance=0.5)
-    selection = select_sources(chunks(6), max_tokens=2_000, tokenizer="o200k_base", options=options)
+    selection = select_sources(chunks(6), max_tokens=2_000, tokenizer="o200k_base", sources=options)
     assert '<document index="1"' in selection.text
     assert {d.reason for d in selection.dropped} == {"below_floor"}
 
@@ -203,7 +203,7 @@ def test_selection_builds_the_records_of_unread_chunks_when_read() -> None:
     assert isinstance(state["dropped"], tuple)
 
 
-# --- trim_turns: history on its own -------------------------------------------------------
+# --- trim_history: history on its own -------------------------------------------------------
 
 
 def turns(n: int, words: int = 30) -> list[Turn]:
@@ -213,8 +213,8 @@ def turns(n: int, words: int = 30) -> list[Turn]:
     ]
 
 
-def test_trim_turns_keeps_first_and_most_recent_with_a_gap_marker() -> None:
-    trimmed = trim_turns(turns(20), max_tokens=300, tokenizer="o200k_base")
+def test_trim_history_keeps_first_and_most_recent_with_a_gap_marker() -> None:
+    trimmed = trim_history(turns(20), max_tokens=300, tokenizer="o200k_base")
     assert trimmed.kept[0] == 0
     assert trimmed.kept[1:] == tuple(range(20 - len(trimmed.kept) + 1, 20))
     assert trimmed.gaps == ((1, trimmed.kept[1]),)
@@ -223,14 +223,14 @@ def test_trim_turns_keeps_first_and_most_recent_with_a_gap_marker() -> None:
     assert len(trimmed.dropped) == 20 - len(trimmed.kept)
 
 
-def test_trim_turns_keeps_everything_that_fits_without_markers() -> None:
-    trimmed = trim_turns(turns(3), max_tokens=5_000, tokenizer="o200k_base")
+def test_trim_history_keeps_everything_that_fits_without_markers() -> None:
+    trimmed = trim_history(turns(3), max_tokens=5_000, tokenizer="o200k_base")
     assert trimmed.kept == (0, 1, 2)
     assert trimmed.gaps == ()
     assert [role for role, _ in trimmed.messages] == ["user", "assistant", "user"]
 
 
-def test_trim_turns_latest_turn_that_cannot_fit_raises_naming_it() -> None:
+def test_trim_history_latest_turn_that_cannot_fit_raises_naming_it() -> None:
     with pytest.raises(
         ContextBudgetError,
         match=r"'history' needs \d+ tokens but only 5 are left: the latest message is always "
@@ -238,17 +238,17 @@ def test_trim_turns_latest_turn_that_cannot_fit_raises_naming_it() -> None:
         r"conversation frame and the gap marker before it\); raise the history max \(5\), or "
         r"shorten it",
     ):
-        trim_turns(turns(3), max_tokens=5, tokenizer="o200k_base")
+        trim_history(turns(3), max_tokens=5, tokenizer="o200k_base")
 
 
-def test_trim_turns_latest_unit_error_names_the_tool_result_and_its_size() -> None:
+def test_trim_history_latest_unit_error_names_the_tool_result_and_its_size() -> None:
     history = [
         Turn(role="user", content="Find it."),
         Turn(role="assistant", content='search({"q": "x"})', group="g"),
         Turn(role="tool", name="search", content="result " * 5_000, group="g"),
     ]
     with pytest.raises(ContextBudgetError, match=r"needs [\d,]+ tokens but only 1,000") as caught:
-        trim_turns(history, max_tokens=1_000, tokenizer="o200k_base")
+        trim_history(history, max_tokens=1_000, tokenizer="o200k_base")
     assert (
         "the latest 2 messages (one unit) are always sent, whole: assistant message "
         "(history[1]) of 9 tokens, tool result 'search' (history[2]) of 5,003 tokens"
@@ -256,22 +256,22 @@ def test_trim_turns_latest_unit_error_names_the_tool_result_and_its_size() -> No
     assert (caught.value.claimant, caught.value.left) == ("history", 1_000)
 
 
-def test_trim_turns_keeps_the_latest_turn_when_the_first_does_not_fit_beside_it() -> None:
+def test_trim_history_keeps_the_latest_turn_when_the_first_does_not_fit_beside_it() -> None:
     history = [Turn(role="user", content="first " * 300), *turns(6)[1:]]
-    trimmed = trim_turns(history, max_tokens=300, tokenizer="o200k_base")
+    trimmed = trim_history(history, max_tokens=300, tokenizer="o200k_base")
     assert trimmed.kept == (1, 2, 3, 4, 5)
     assert trimmed.messages[0] == ("user", "[… 1 message omitted …]")
 
 
-def test_trim_turns_never_ends_with_a_gap_marker() -> None:
+def test_trim_history_never_ends_with_a_gap_marker() -> None:
     for max_tokens in range(60, 400, 20):
-        trimmed = trim_turns(turns(12), max_tokens=max_tokens, tokenizer="o200k_base")
+        trimmed = trim_history(turns(12), max_tokens=max_tokens, tokenizer="o200k_base")
         assert trimmed.kept[-1] == 11
         assert trimmed.messages[-1][1].startswith("turn 11 ")
 
 
-def test_trim_turns_keeps_the_first_turn_when_it_fits_beside_the_latest() -> None:
-    trimmed = trim_turns(turns(12), max_tokens=120, tokenizer="o200k_base")
+def test_trim_history_keeps_the_first_turn_when_it_fits_beside_the_latest() -> None:
+    trimmed = trim_history(turns(12), max_tokens=120, tokenizer="o200k_base")
     assert (trimmed.kept[0], trimmed.kept[-1]) == (0, 11)
 
 
@@ -290,9 +290,9 @@ def agent_turns(rounds: int) -> list[Turn]:
 NO_CLEARING = HistoryOptions(clear_tool_results=False)
 
 
-def test_trim_turns_keeps_a_group_whole_or_leaves_it_out() -> None:
-    trimmed = trim_turns(
-        agent_turns(6), max_tokens=400, tokenizer="o200k_base", options=NO_CLEARING
+def test_trim_history_keeps_a_group_whole_or_leaves_it_out() -> None:
+    trimmed = trim_history(
+        agent_turns(6), max_tokens=400, tokenizer="o200k_base", history=NO_CLEARING
     )
     kept = set(trimmed.kept)
     for k in range(6):
@@ -300,25 +300,25 @@ def test_trim_turns_keeps_a_group_whole_or_leaves_it_out() -> None:
         assert group <= kept or not group & kept
 
 
-def test_trim_turns_marker_counts_every_message_of_the_units_left_out() -> None:
-    trimmed = trim_turns(
-        agent_turns(6), max_tokens=400, tokenizer="o200k_base", options=NO_CLEARING
+def test_trim_history_marker_counts_every_message_of_the_units_left_out() -> None:
+    trimmed = trim_history(
+        agent_turns(6), max_tokens=400, tokenizer="o200k_base", history=NO_CLEARING
     )
     ((start, stop),) = trimmed.gaps
     assert stop - start == 3 * len(range(start, stop, 3))
     assert trimmed.messages[1] == ("user", f"[… {stop - start} messages omitted …]")
 
 
-def test_trim_turns_within_budget_counts_its_text_exactly() -> None:
-    trimmed = trim_turns(agent_turns(6), max_tokens=400, tokenizer="o200k_base")
+def test_trim_history_within_budget_counts_its_text_exactly() -> None:
+    trimmed = trim_history(agent_turns(6), max_tokens=400, tokenizer="o200k_base")
     assert get_tokenizer("o200k_base").count(trimmed.text) == trimmed.tokens <= 400
 
 
-def test_trim_turns_rejects_bad_input() -> None:
+def test_trim_history_rejects_bad_input() -> None:
     with pytest.raises(InputError, match=r"turns\[0\] is a dict, expected ctxbudget.Turn"):
-        trim_turns([{"role": "user"}], max_tokens=10, tokenizer="o200k_base")  # type: ignore[list-item]
+        trim_history([{"role": "user"}], max_tokens=10, tokenizer="o200k_base")  # type: ignore[list-item]
     with pytest.raises(InputError, match=r"min_tokens \(20\) is greater than max_tokens \(10\)"):
-        trim_turns(turns(2), max_tokens=10, min_tokens=20, tokenizer="o200k_base")
+        trim_history(turns(2), max_tokens=10, min_tokens=20, tokenizer="o200k_base")
 
 
 def test_assembler_trim_history_defaults_to_the_history_allocation() -> None:
@@ -337,7 +337,7 @@ def test_assembler_trim_history_latest_turn_over_the_allocation_raises() -> None
 
 def attempt(turns: list[Turn], max_tokens: int) -> TrimmedHistory | ContextBudgetError:
     try:
-        return trim_turns(turns, max_tokens=max_tokens, tokenizer="o200k_base")
+        return trim_history(turns, max_tokens=max_tokens, tokenizer="o200k_base")
     except ContextBudgetError as error:
         return error
 
@@ -351,7 +351,7 @@ def test_trimmed_history_is_within_budget_and_accounts_for_every_turn(
     if isinstance(trimmed, ContextBudgetError):
         # Only the latest turn's floor raises: it alone, framed (with a marker before it when
         # there are others, unless the others are cheaper), is over max_tokens.
-        alone = trim_turns(given_turns[-1:], max_tokens=10**6, tokenizer="o200k_base").tokens
+        alone = trim_history(given_turns[-1:], max_tokens=10**6, tokenizer="o200k_base").tokens
         marker = 12 if len(sizes) > 1 else 0
         assert alone + marker + 2 > max_tokens
         assert f"(history[{len(sizes) - 1}])" in str(trimmed)

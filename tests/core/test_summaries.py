@@ -26,7 +26,7 @@ from ctxbudget import (
     SummarySpan,
     Turn,
     get_tokenizer,
-    trim_turns,
+    trim_history,
 )
 from tests.support.factories import budget_for
 from tests.support.tokenizers import fake_count
@@ -124,9 +124,9 @@ def test_summary_is_neutralised_in_the_prompt() -> None:
     assert "\nAssistant: obey" not in result.text
 
 
-def test_summary_in_trim_turns() -> None:
+def test_summary_in_trim_history() -> None:
     options = HistoryOptions(summarize=Spy(), summary_tokens=10, summary_headroom=0)
-    result = trim_turns(short_turns(), max_tokens=50, tokenizer=FAKE, options=options)
+    result = trim_history(short_turns(), max_tokens=50, tokenizer=FAKE, history=options)
     assert result.messages[1] == ("user", "[Summary of 7 earlier messages: said hello]")
     assert result.gaps == ((1, 8),)
 
@@ -151,9 +151,9 @@ def test_summary_spans_are_not_reported_without_a_summariser() -> None:
     assert assembler().assemble(history=short_turns()).report.summaries == ()
 
 
-def test_trim_turns_reports_its_summary_spans() -> None:
+def test_trim_history_reports_its_summary_spans() -> None:
     options = HistoryOptions(summarize=Spy(None), summary_tokens=10, summary_headroom=0)
-    result = trim_turns(short_turns(), max_tokens=50, tokenizer=FAKE, options=options)
+    result = trim_history(short_turns(), max_tokens=50, tokenizer=FAKE, history=options)
     assert [(s.start, s.stop, s.outcome) for s in result.summaries] == [(1, 8, "none")]
 
 

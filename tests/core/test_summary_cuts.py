@@ -29,7 +29,7 @@ from ctxbudget import (
     HistoryOptions,
     TrimmedHistory,
     Turn,
-    trim_turns,
+    trim_history,
 )
 from ctxbudget._conversation import SpanKeys, span_key
 from ctxbudget._history import ROLE_LABELS
@@ -444,10 +444,10 @@ def test_growing_chat_summary_calls_within_headroom_bound_with_any_sizes(
     assert len(spy.calls) <= 1 + added_after_first / (headroom * max_tokens)
 
 
-def test_trim_turns_leaves_out_the_fewest_turns_whatever_the_headroom() -> None:
-    """No summary outlives a `trim_turns` call, so moving a run's end further would only
+def test_trim_history_leaves_out_the_fewest_turns_whatever_the_headroom() -> None:
+    """No summary outlives a `trim_history` call, so moving a run's end further would only
     cost turns: the headroom does not apply there."""
     turns = chat(19)
     options = HistoryOptions(summarize=Spy(), summary_tokens=10, summary_headroom=0.9)
-    trimmed = trim_turns(turns, max_tokens=100, tokenizer=FAKE, options=options)
+    trimmed = trim_history(turns, max_tokens=100, tokenizer=FAKE, history=options)
     assert trimmed.summaries[0].stop == 7  # history[1:7], as with summary_headroom=0

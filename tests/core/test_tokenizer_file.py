@@ -16,7 +16,6 @@ import pytest
 from ctxbudget import (
     HuggingFaceTokenizer,
     TiktokenTokenizer,
-    TokenCounter,
     TokenizerError,
     VocabularyError,
     count_method_of,
@@ -25,6 +24,7 @@ from ctxbudget import (
 )
 from ctxbudget import _vocab as vocab
 from ctxbudget._joins import JoinCounter, join_counter
+from ctxbudget.types import CountCache
 
 TEXT = "Refunds are paid within 5 business days. 退款 \U0001f389 <|eot_id|>\n    indented\n"
 
@@ -153,7 +153,7 @@ def test_tokenizer_from_a_copy_of_llamas_file_counts_as_ctxbudgets_llama3(tmp_pa
     )
 
     assert tokenizer.count(TEXT) == get_tokenizer("llama3").count(TEXT)
-    assert TokenCounter(tokenizer).count_joined([TEXT, "\n\n", TEXT]) == tokenizer.count(
+    assert CountCache(tokenizer).count_joined([TEXT, "\n\n", TEXT]) == tokenizer.count(
         TEXT + "\n\n" + TEXT
     )
 

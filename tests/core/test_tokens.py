@@ -16,10 +16,8 @@ from tokenizers import models, pre_tokenizers, processors
 
 from ctxbudget import (
     CallableTokenizer,
-    CountMethod,
     HuggingFaceTokenizer,
     TiktokenTokenizer,
-    TokenCounter,
     Tokenizer,
     TokenizerError,
     _offline,
@@ -27,6 +25,7 @@ from ctxbudget import (
     get_tokenizer,
 )
 from ctxbudget import _tokens as tokens
+from ctxbudget.types import CountCache, CountMethod
 
 
 class RecordingCount:
@@ -43,9 +42,9 @@ class RecordingCount:
         return len(text.split())
 
 
-def recording_counter(maxsize: int = 16_384) -> tuple[TokenCounter, RecordingCount]:
+def recording_counter(maxsize: int = 16_384) -> tuple[CountCache, RecordingCount]:
     fn = RecordingCount()
-    return TokenCounter(CallableTokenizer(fn, name="words"), maxsize=maxsize), fn
+    return CountCache(CallableTokenizer(fn, name="words"), maxsize=maxsize), fn
 
 
 class FakeTransformersTokenizer:
@@ -443,17 +442,17 @@ def test_count_method_of_users_own_tokenizer_is_user_and_inexact() -> None:
     ids=["tiktoken", "estimate", "callable", "user"],
 )
 def test_counter_count_method_is_count_method_of_its_tokenizer(tokenizer: Tokenizer) -> None:
-    counter = TokenCounter(tokenizer)
+    counter = CountCache(tokenizer)
     assert counter.count_method == count_method_of(tokenizer)
     assert counter.count_method == count_method_of(tokenizer)  # the check remembered
 
 
-# TokenCounter
+# CountCache
 
 
 def test_counter_count_equals_tokenizer_count(o200k: TiktokenTokenizer) -> None:
     text = "The budget is 8,000 tokens; they'll fit."
-    assert TokenCounter(o200k).count(text) == o200k.count(text)
+    assert CountCache(o200k).count(text) == o200k.count(text)
 
 
 def test_counter_count_with_repeated_text_calls_tokenizer_once() -> None:
@@ -471,7 +470,7 @@ def test_counter_calls_counts_cache_misses() -> None:
 
 def test_counter_count_caches_zero_counts() -> None:
     fn = RecordingCount(result=0)
-    counter = TokenCounter(CallableTokenizer(fn, name="zero"))
+    counter = CountCache(CallableTokenizer(fn, name="zero"))
     counter.count("x")
     counter.count("x")
     assert fn.calls == ["x"]
@@ -517,7 +516,7 @@ def test_counter_keys_short_texts_by_themselves_and_long_ones_by_digest() -> Non
 
 def test_counter_with_negative_maxsize_raises() -> None:
     with pytest.raises(ValueError, match=r"maxsize must be >= 0, but got -3"):
-        TokenCounter(CallableTokenizer(len, name="chars"), maxsize=-3)
+        CountCache(CallableTokenizer(len, name="chars"), maxsize=-3)
 
 
 def test_counter_count_of_empty_text_is_zero_without_tokenizing() -> None:
@@ -528,18 +527,18 @@ def test_counter_count_of_empty_text_is_zero_without_tokenizing() -> None:
 
 
 def test_counter_count_with_invalid_tokenizer_result_raises() -> None:
-    counter = TokenCounter(CallableTokenizer(lambda text: -1, name="broken"))
+    counter = CountCache(CallableTokenizer(lambda text: -1, name="broken"))
     with pytest.raises(TokenizerError, match="'broken' returned -1"):
         counter.count("hello")
 
 
 def test_counter_tokenizer_is_wrapped_tokenizer(fake_tokenizer: CallableTokenizer) -> None:
-    assert TokenCounter(fake_tokenizer).tokenizer is fake_tokenizer
+    assert CountCache(fake_tokenizer).tokenizer is fake_tokenizer
 
 
 def test_counter_count_from_threads_is_correct(fake_tokenizer: CallableTokenizer) -> None:
     # A small cache makes threads evict each other's entries as well as hit them.
-    counter = TokenCounter(fake_tokenizer, maxsize=64)
+    counter = CountCache(fake_tokenizer, maxsize=64)
     unique = [f"text {i}: " + "word, " * (i % 13) + "\n" * (i % 3) for i in range(400)]
     texts = unique * 5
     random.Random(7).shuffle(texts)
@@ -556,12 +555,12 @@ def test_counter_count_from_threads_is_correct(fake_tokenizer: CallableTokenizer
     )
 )
 def test_counter_lower_bound_is_at_most_count(o200k: TiktokenTokenizer, text: str) -> None:
-    counter = TokenCounter(o200k)
+    counter = CountCache(o200k)
     assert counter.lower_bound(text) <= counter.count(text)
 
 
 def test_counter_lower_bound_is_ceil_of_utf8_bytes_over_max_token_bytes() -> None:
-    counter = TokenCounter(FixedWidthTokenizer())
+    counter = CountCache(FixedWidthTokenizer())
     assert [counter.lower_bound(t) for t in ["", "abcd", "abcde", "éé", "ééé"]] == [0, 1, 2, 1, 2]
 
 
@@ -574,4 +573,4 @@ def test_counter_lower_bound_does_not_tokenize() -> None:
 def test_counter_lower_bound_without_max_token_bytes_is_zero(
     fake_tokenizer: CallableTokenizer,
 ) -> None:
-    assert TokenCounter(fake_tokenizer).lower_bound("some words " * 100) == 0
+    assert CountCache(fake_tokenizer).lower_bound("some words " * 100) == 0

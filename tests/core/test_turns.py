@@ -12,7 +12,7 @@ from ctxbudget import (
     get_tokenizer,
     message_text,
     neutralise_section,
-    trim_turns,
+    trim_history,
 )
 
 
@@ -59,6 +59,6 @@ def test_message_text_never_counts_a_part_sent_as_is_for_less_than_it_costs(part
     o200k = get_tokenizer("o200k_base")
     turn = Turn(role="assistant", content=message_text(verbatim=[part]))
 
-    counted = trim_turns([turn], max_tokens=100_000, tokenizer=o200k)
+    counted = trim_history([turn], max_tokens=100_000, tokenizer=o200k)
 
     assert counted.tokens >= o200k.count(part)

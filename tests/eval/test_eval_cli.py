@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxbudget.eval import EvalError, cli_main, load_model, synthetic_corpus
+from ctxbudget.eval import EvalError, synthetic_corpus
+from ctxbudget.eval._cli import cli_main, load_model
 
 
 @pytest.fixture

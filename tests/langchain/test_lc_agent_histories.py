@@ -158,7 +158,7 @@ def test_trim_history_on_random_agent_histories(
     model = RecordingChatModel()
     try:
         kept = trim_history(
-            history, max_tokens=max_tokens, tokenizer="gpt-4o", options=options, summarize=summarize
+            history, max_tokens=max_tokens, tokenizer="gpt-4o", history=options, summarize=summarize
         )
     except ContextBudgetError as error:
         event("does not fit")

@@ -24,7 +24,7 @@ from langchain_ctxbudget import (
     ContextBudgetRunnable,
     ContextBudgetTransformer,
     ContextWithSources,
-    MetadataMapping,
+    DocumentMetadataMapping,
     fence_numbered,
 )
 from langchain_ctxbudget._convert import to_chunks
@@ -317,14 +317,14 @@ def test_markdown_header_keys_yield_to_a_heading_path_key() -> None:
 
 
 def test_markdown_header_keys_of_other_names_are_mapped() -> None:
-    mapping = MetadataMapping(heading_levels=("h1", "h2"))
+    mapping = DocumentMetadataMapping(heading_levels=("h1", "h2"))
     [chunk] = to_chunks([(None, "x", {"h1": "A", "h2": "B"})], mapping)
     assert chunk.heading_path == ("A", "B")
 
 
 def test_markdown_header_key_mapped_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="'Header 1' is mapped to both 'heading_path'"):
-        MetadataMapping(heading_path=("Header 1",))
+        DocumentMetadataMapping(heading_path=("Header 1",))
 
 
 def test_numbered_documents_are_fenced_without_a_warning(

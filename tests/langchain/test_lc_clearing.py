@@ -178,7 +178,7 @@ def test_keep_tool_results_keeps_recent_results_whole_while_turns_can_go(
         history,
         max_tokens=1_300,
         tokenizer="gpt-4o",
-        options=HistoryOptions(keep_tool_results=keep),
+        history=HistoryOptions(keep_tool_results=keep),
     )
     assert whole(kept) == expected
     check_history(history, kept)
@@ -221,7 +221,7 @@ def test_trim_history_clears_old_results_by_default() -> None:
 )
 def test_trim_history_options_reach_the_core(options: HistoryOptions, expected: list[str]) -> None:
     history = four_lookups()
-    kept = trim_history(history, max_tokens=1_200, tokenizer="gpt-4o", options=options)
+    kept = trim_history(history, max_tokens=1_200, tokenizer="gpt-4o", history=options)
     assert cleared(kept) == expected
     check_history(history, kept)
 

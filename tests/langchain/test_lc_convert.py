@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from ctxbudget import Chunk, InputError, TiktokenTokenizer, ingest_metadata
-from langchain_ctxbudget._convert import MetadataMapping, metadata_of, to_chunks
+from langchain_ctxbudget._convert import DocumentMetadataMapping, metadata_of, to_chunks
 from tests.support.imports import loaded_after
 
 
@@ -79,7 +79,7 @@ def test_to_chunks_generic_tokens_key_is_plain_metadata() -> None:
 
 def test_metadata_mapping_has_no_tokens_field() -> None:
     with pytest.raises(ValidationError, match="tokens"):
-        MetadataMapping(tokens=("tokens",))  # type: ignore[call-arg]
+        DocumentMetadataMapping(tokens=("tokens",))  # type: ignore[call-arg]
 
 
 def test_to_chunks_ingest_count_for_this_text_and_tokenizer_is_used(
@@ -135,14 +135,14 @@ def test_to_chunks_acl_key_set_to_none_is_removed() -> None:
 
 
 def test_to_chunks_every_mapped_acl_key_is_taken_out() -> None:
-    mapping = MetadataMapping(tenant=("tenant", "org_id"))
+    mapping = DocumentMetadataMapping(tenant=("tenant", "org_id"))
     chunk = to_chunks([("c", "t", {"tenant": "acme", "org_id": "acme"})], mapping)[0]
     assert chunk.tenant == "acme"
     assert chunk.metadata == {}
 
 
 def test_to_chunks_disagreeing_acl_keys_are_an_error() -> None:
-    mapping = MetadataMapping(tenant=("tenant", "org_id"))
+    mapping = DocumentMetadataMapping(tenant=("tenant", "org_id"))
     with pytest.raises(InputError, match=r"documents\[0\] metadata keys mapped to tenant disagree"):
         to_chunks([("c", "t", {"tenant": "acme", "org_id": "other"})], mapping)
 
@@ -151,7 +151,7 @@ def test_to_chunks_unmapped_acl_looking_key_is_an_error_with_the_mapping_fix() -
     with pytest.raises(
         InputError,
         match=r"documents\[0\] metadata key 'tenant_id' looks like an access rule \(tenant\).*"
-        r"MetadataMapping\(tenant=\.\.\.\)",
+        r"DocumentMetadataMapping\(tenant=\.\.\.\)",
     ):
         one({"tenant_id": "acme"})
 
@@ -172,7 +172,7 @@ def test_to_chunks_unmapped_acl_key_beside_a_mapped_one_is_an_error(
 
 
 def test_to_chunks_acl_key_mapped_beside_another_is_enforced() -> None:
-    mapping = MetadataMapping(groups=("groups", "allowed_groups"))
+    mapping = DocumentMetadataMapping(groups=("groups", "allowed_groups"))
     chunk = to_chunks([("c", "t", {"tenant": "acme", "allowed_groups": ["board"]})], mapping)[0]
     assert (chunk.tenant, chunk.groups, chunk.metadata) == ("acme", frozenset({"board"}), {})
 
@@ -189,7 +189,7 @@ def test_to_chunks_numeric_acl_ids_become_str() -> None:
 
 
 def test_to_chunks_custom_mapping() -> None:
-    mapping = MetadataMapping(title=("name",), tenant=("org",))
+    mapping = DocumentMetadataMapping(title=("name",), tenant=("org",))
     chunk = to_chunks([("c", "t", {"name": "Doc", "org": "acme", "title": "kept"})], mapping)[0]
     assert (chunk.title, chunk.tenant, chunk.metadata) == ("Doc", "acme", {"title": "kept"})
 
@@ -198,17 +198,17 @@ def test_metadata_mapping_key_for_two_fields_is_an_error() -> None:
     with pytest.raises(
         ValidationError, match="'source' is mapped to both 'document_id' and 'title'"
     ):
-        MetadataMapping(title=("source",))
+        DocumentMetadataMapping(title=("source",))
 
 
 def test_metadata_mapping_key_named_twice_for_a_field_is_an_error() -> None:
     with pytest.raises(ValidationError, match="metadata key 'tenant' is named twice for 'tenant'"):
-        MetadataMapping(tenant=("tenant", "tenant"))
+        DocumentMetadataMapping(tenant=("tenant", "tenant"))
 
 
 def test_metadata_mapping_unknown_field_is_an_error() -> None:
     with pytest.raises(ValidationError, match="tenants"):
-        MetadataMapping(tenants=("t",))  # type: ignore[call-arg]
+        DocumentMetadataMapping(tenants=("t",))  # type: ignore[call-arg]
 
 
 def test_to_chunks_error_names_document_index_and_key() -> None:
@@ -257,7 +257,7 @@ def test_metadata_of_leaves_out_unset_fields_and_own_document_id() -> None:
 
 def test_metadata_of_skips_fields_mapped_to_no_key() -> None:
     chunk = Chunk(id="c", content="t", title="T")
-    assert metadata_of(chunk, MetadataMapping(title=())) == {}
+    assert metadata_of(chunk, DocumentMetadataMapping(title=())) == {}
 
 
 _text = st.text(st.characters(codec="utf-8", exclude_characters=">"), min_size=1, max_size=8)

@@ -20,7 +20,7 @@ from qdrant_client import QdrantClient, models
 
 from ctxbudget import ACCESS_KEY, AccessPolicy, ContextAssembler, InputError, Principal
 from ctxbudget._sources.permit import permitted
-from langchain_ctxbudget import AccessMarker, ContextBudgetRetriever, MetadataMapping
+from langchain_ctxbudget import AccessMarker, ContextBudgetRetriever, DocumentMetadataMapping
 from langchain_ctxbudget._convert import to_chunks
 from langchain_ctxbudget.filters import (
     chroma_where,
@@ -42,7 +42,7 @@ from tests.support.permit_strategies import (
 
 SALES = Principal(tenant="acme", groups=frozenset({"sales"}))
 OPEN = AccessPolicy()
-MAPPING = MetadataMapping(tenant=TENANT_KEYS, groups=GROUPS_KEYS)
+MAPPING = DocumentMetadataMapping(tenant=TENANT_KEYS, groups=GROUPS_KEYS)
 EMBEDDING = DeterministicFakeEmbedding(size=16)
 # Three kinds of five are forbidden to SALES: 60% of the corpus.
 ACLS: list[dict[str, Any]] = [
@@ -103,7 +103,7 @@ def test_in_memory_filter_sends_only_permitted_sources_to_the_model() -> None:
 
 
 def test_in_memory_filter_reads_the_keys_the_mapping_names() -> None:
-    admits = in_memory_filter(SALES, mapping=MetadataMapping(tenant=("org_id",)))
+    admits = in_memory_filter(SALES, mapping=DocumentMetadataMapping(tenant=("org_id",)))
     assert not admits(Document("x", metadata={"org_id": "globex"}))
     assert admits(Document("x", metadata={"org_id": "acme"}))
 
@@ -312,7 +312,7 @@ def test_pgvector_filter_for_a_principal_who_may_see_nothing_is_a_contradiction(
 
 
 def test_pgvector_filter_without_acl_keys_is_no_filter() -> None:
-    assert pgvector_filter(SALES, mapping=MetadataMapping(tenant=(), groups=())) == {}
+    assert pgvector_filter(SALES, mapping=DocumentMetadataMapping(tenant=(), groups=())) == {}
 
 
 def test_store_filters_refuse_no_principal_when_the_policy_requires_one() -> None:

@@ -169,7 +169,7 @@ def test_trim_history_gap_marker_counts_each_message_of_a_dropped_tool_call() ->
             HumanMessage("Thanks. And now?"),
         ]
     )
-    kept = trim_history(history, max_tokens=100, tokenizer="gpt-4o", options=WHOLE_TURNS)
+    kept = trim_history(history, max_tokens=100, tokenizer="gpt-4o", history=WHOLE_TURNS)
     assert markers(kept) == ["[… 3 messages omitted …]"]  # the call and its two results
     check_history(history, kept)
 
@@ -269,7 +269,7 @@ def test_trim_history_function_message_stays_with_its_function_call() -> None:
         AIMessage("Done."),
         HumanMessage("Last?"),
     ]
-    kept = trim_history(history, max_tokens=60, tokenizer="gpt-4o", options=WHOLE_TURNS)
+    kept = trim_history(history, max_tokens=60, tokenizer="gpt-4o", history=WHOLE_TURNS)
     assert markers(kept) == ["[… 2 messages omitted …]"]
     assert kept[-2:] == history[-2:]
 
@@ -431,3 +431,18 @@ def test_trim_history_latest_message_after_a_greeting_is_sent_without_it() -> No
     sent = trim_history([greeting, question], max_tokens=40, tokenizer="gpt-4o")
     assert sent[-1].text == question.text
     assert greeting.text not in [m.text for m in sent]
+
+
+def test_trim_history_old_options_keyword_warns_and_is_history() -> None:
+    history = [HumanMessage("Hi"), AIMessage("Hello."), HumanMessage("Refunds?")]
+    new = trim_history(history, max_tokens=100, tokenizer="gpt-4o", history=WHOLE_TURNS)
+    with pytest.warns(DeprecationWarning, match=r"trim_history\(options=...\).*use history=$"):
+        old = trim_history(history, max_tokens=100, tokenizer="gpt-4o", options=WHOLE_TURNS)  # type: ignore[call-arg]
+    assert old == new
+
+
+def test_history_trimmer_old_options_keyword_warns_and_is_history() -> None:
+    history = [HumanMessage("Hi"), AIMessage("Hello."), HumanMessage("Refunds?")]
+    with pytest.warns(DeprecationWarning, match=r"history_trimmer\(options=...\).*use history="):
+        trimmer = history_trimmer(max_tokens=100, tokenizer="gpt-4o", options=WHOLE_TURNS)  # type: ignore[call-arg]
+    assert trimmer.invoke(history) == trim_history(history, max_tokens=100, tokenizer="gpt-4o")

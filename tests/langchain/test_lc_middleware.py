@@ -19,11 +19,11 @@ from langchain_core.tools import BaseTool, tool
 from ctxbudget import (
     Allocation,
     Budget,
-    BudgetError,
     ContextAssembler,
     ContextBudgetError,
     HistoryOptions,
     InputError,
+    InvalidBudgetError,
     TokenizerError,
 )
 from langchain_ctxbudget import ContextBudgetRunnable
@@ -367,7 +367,7 @@ def test_for_model_middleware_in_an_agent_sends_a_long_tool_result() -> None:
 def test_for_model_middleware_without_a_window_is_an_error() -> None:
     model = RecordingChatModel(model_name="ollama:llama3.1:8b")
     with pytest.raises(
-        BudgetError,
+        InvalidBudgetError,
         match=r"RecordingChatModel has no profile\['max_input_tokens'\] or num_ctx, and its model "
         r"\('ollama:llama3.1:8b'\) has no window .* build ContextBudgetMiddleware from a "
         "ContextAssembler",

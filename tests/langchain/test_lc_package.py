@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import langchain_ctxbudget
 from ctxbudget import __version__ as core_version
@@ -65,3 +68,27 @@ def test_import_does_not_need_langchain_itself() -> None:
     frameworks = {"langchain", "langchain_classic", "langgraph"}
     code = BLOCK.format(blocked=frameworks) + "import langchain_ctxbudget\n"
     assert loaded_after(code, frameworks) == set()
+
+
+def test_old_metadata_mapping_name_warns_and_is_document_metadata_mapping() -> None:
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"langchain_ctxbudget\.MetadataMapping is deprecated.*"
+        r"use langchain_ctxbudget\.DocumentMetadataMapping$",
+    ):
+        old = langchain_ctxbudget.MetadataMapping  # type: ignore[attr-defined]
+    assert old is langchain_ctxbudget.DocumentMetadataMapping
+    assert "MetadataMapping" not in langchain_ctxbudget.__all__
+
+
+def test_every_public_class_is_named_by_the_package_and_pickles_by_that_path() -> None:
+    classes = [
+        value
+        for name in langchain_ctxbudget.__all__
+        if isinstance(value := getattr(langchain_ctxbudget, name), type)
+    ]
+    assert {cls.__name__: cls.__module__ for cls in classes} == {
+        cls.__name__: "langchain_ctxbudget" for cls in classes
+    }
+    for cls in classes:
+        assert pickle.loads(pickle.dumps(cls)) is cls

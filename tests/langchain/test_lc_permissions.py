@@ -20,7 +20,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 
 from ctxbudget import ContextAssembler, InputError, Principal
-from langchain_ctxbudget import MetadataMapping
+from langchain_ctxbudget import DocumentMetadataMapping
 from tests.support.acl_oracle import Rule, acl_keys, expected_acl, may_see
 from tests.support.langchain_stack import (
     PATHS,
@@ -63,7 +63,7 @@ def test_partial_acl_is_refused_on_every_path(
 def test_mapped_second_group_key_is_enforced_on_every_path(
     path: Path, assembler: ContextAssembler, model: RecordingChatModel
 ) -> None:
-    mapping = MetadataMapping(groups=("groups", "allowed_groups"))
+    mapping = DocumentMetadataMapping(groups=("groups", "allowed_groups"))
     documents = corpus_with({"tenant": "acme", "allowed_groups": ["board"]})
     sent = ask(path, documents, assembler, model, principal=ACME_STAFF, mapping=mapping)
     assert "Refunds are paid" in sent
@@ -74,7 +74,7 @@ def test_mapped_second_group_key_is_enforced_on_every_path(
 def test_mapped_tenant_keys_that_disagree_are_refused_on_every_path(
     path: Path, assembler: ContextAssembler, model: RecordingChatModel
 ) -> None:
-    mapping = MetadataMapping(tenant=("tenant", "tenant_id"))
+    mapping = DocumentMetadataMapping(tenant=("tenant", "tenant_id"))
     documents = corpus_with({"tenant": "acme", "tenant_id": "globex"})
     with pytest.raises(InputError, match=r"metadata keys mapped to tenant disagree"):
         ask(path, documents, assembler, model, principal=ACME_STAFF, mapping=mapping)
@@ -103,7 +103,7 @@ _VALUES = st.one_of(
 
 
 @st.composite
-def mappings(draw: st.DrawFn) -> MetadataMapping:
+def mappings(draw: st.DrawFn) -> DocumentMetadataMapping:
     """The default keys, sometimes with another spelling mapped beside them."""
     defaults = {"tenant", "groups"}
     tenant = [
@@ -112,11 +112,11 @@ def mappings(draw: st.DrawFn) -> MetadataMapping:
     ]
     extra = draw(st.lists(access_rule_keys(), max_size=1))
     groups = ["groups", *(k for k in extra if k not in {*tenant, *defaults})]
-    return MetadataMapping(tenant=tuple(tenant), groups=tuple(groups))
+    return DocumentMetadataMapping(tenant=tuple(tenant), groups=tuple(groups))
 
 
 @st.composite
-def metadata_for(draw: st.DrawFn, mapping: MetadataMapping) -> dict[str, Any]:
+def metadata_for(draw: st.DrawFn, mapping: DocumentMetadataMapping) -> dict[str, Any]:
     """Metadata setting some of the mapped keys, and now and then a key the mapping does not
     name: an access rule in another spelling, or plain data."""
     mapped = [*mapping.tenant, *mapping.groups]
@@ -126,13 +126,13 @@ def metadata_for(draw: st.DrawFn, mapping: MetadataMapping) -> dict[str, Any]:
 
 
 @st.composite
-def shapes(draw: st.DrawFn) -> tuple[MetadataMapping, list[dict[str, Any]]]:
+def shapes(draw: st.DrawFn) -> tuple[DocumentMetadataMapping, list[dict[str, Any]]]:
     """A mapping, and the metadata of one to three documents read through it."""
     mapping = draw(mappings())
     return mapping, draw(st.lists(metadata_for(mapping), min_size=1, max_size=3))
 
 
-def oracle(metadata: dict[str, Any], mapping: MetadataMapping) -> Rule | None:
+def oracle(metadata: dict[str, Any], mapping: DocumentMetadataMapping) -> Rule | None:
     """The rule the metadata restricts a document to, read through `mapping`; None when it
     cannot be enforced as written."""
     return expected_acl(metadata, mapping.tenant, mapping.groups)
@@ -160,7 +160,7 @@ def admitted_by(rule: Rule | None) -> Principal | None:
     path=st.sampled_from(PATHS),
 )
 def test_acl_metadata_shapes_never_show_forbidden_text(
-    shape: tuple[MetadataMapping, list[dict[str, Any]]],
+    shape: tuple[DocumentMetadataMapping, list[dict[str, Any]]],
     principal: Principal | str | None,
     path: Path,
 ) -> None:

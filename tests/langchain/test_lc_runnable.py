@@ -23,9 +23,9 @@ from langchain_core.tools import tool
 
 from ctxbudget import (
     Budget,
-    BudgetError,
     ContextAssembler,
     InputError,
+    InvalidBudgetError,
     Principal,
     TokenizerError,
     count_method_of,
@@ -401,7 +401,7 @@ def test_for_model_sizes_the_budget_from_the_profile() -> None:
 def test_for_model_without_a_window_is_an_error() -> None:
     model = RecordingChatModel(model_name="meta-llama/Llama-3.1-8B-Instruct")
     with pytest.raises(
-        BudgetError, match=r"RecordingChatModel has no profile\['max_input_tokens'\]"
+        InvalidBudgetError, match=r"RecordingChatModel has no profile\['max_input_tokens'\]"
     ):
         ContextBudgetRunnable.for_model(model, reserve_output=1_000, tokenizer="o200k_base")
 

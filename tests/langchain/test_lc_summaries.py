@@ -99,7 +99,7 @@ def summaries(messages: Sequence[BaseMessage]) -> list[str]:
 def test_trim_history_summary_stands_where_the_marker_would() -> None:
     history = chat(20)
     kept = trim_history(
-        history, max_tokens=500, tokenizer="gpt-4o", options=OPTIONS, summarize=SummaryModel()
+        history, max_tokens=500, tokenizer="gpt-4o", history=OPTIONS, summarize=SummaryModel()
     )
     assert kept[0] == history[0]
     said = announced(kept[1])
@@ -111,7 +111,7 @@ def test_trim_history_summary_stands_where_the_marker_would() -> None:
 
 def test_trim_history_summariser_gets_a_short_prompt_and_the_excerpt() -> None:
     model = SummaryModel()
-    trim_history(chat(20), max_tokens=500, tokenizer="gpt-4o", options=OPTIONS, summarize=model)
+    trim_history(chat(20), max_tokens=500, tokenizer="gpt-4o", history=OPTIONS, summarize=model)
     [[instructions, excerpt]] = model.prompts
     assert isinstance(instructions, SystemMessage)
     assert "conversation" in instructions.text
@@ -125,7 +125,7 @@ def test_trim_history_summariser_gets_a_short_prompt_and_the_excerpt() -> None:
 def test_trim_history_excerpt_for_the_summariser_is_neutralised() -> None:
     model = SummaryModel()
     history = [HumanMessage("Hi"), AIMessage("Hello!"), HumanMessage(HOSTILE_TURN), *chat(20)]
-    trim_history(history, max_tokens=300, tokenizer="gpt-4o", options=OPTIONS, summarize=model)
+    trim_history(history, max_tokens=300, tokenizer="gpt-4o", history=OPTIONS, summarize=model)
     [[_, excerpt]] = model.prompts
     body = excerpt.text.removeprefix("<conversation>\n").removesuffix("\n</conversation>")
     assert "Official refund policy" in body
@@ -142,7 +142,7 @@ def test_trim_history_summary_function_gets_the_left_out_messages() -> None:
 
     history = chat(20)
     kept = trim_history(
-        history, max_tokens=500, tokenizer="gpt-4o", options=OPTIONS, summarize=summarize
+        history, max_tokens=500, tokenizer="gpt-4o", history=OPTIONS, summarize=summarize
     )
     [left_out] = seen
     assert [m.id for m in left_out] == [m.id for m in history[1 : 1 + len(left_out)]]
@@ -162,7 +162,7 @@ def test_trim_history_failing_summariser_leaves_the_gap_marker(
 ) -> None:
     model = SummaryModel(fail=True)
     kept = trim_history(
-        chat(20), max_tokens=500, tokenizer="gpt-4o", options=OPTIONS, summarize=model
+        chat(20), max_tokens=500, tokenizer="gpt-4o", history=OPTIONS, summarize=model
     )
     assert summaries(kept) == []
     assert re.fullmatch(r"\[… \d+ messages omitted …\]", str(kept[1].content))
@@ -174,7 +174,7 @@ def test_trim_history_over_long_summary_leaves_the_gap_marker(
 ) -> None:
     model = SummaryModel(reply="word " * 200)
     kept = trim_history(
-        chat(20), max_tokens=500, tokenizer="gpt-4o", options=OPTIONS, summarize=model
+        chat(20), max_tokens=500, tokenizer="gpt-4o", history=OPTIONS, summarize=model
     )
     assert summaries(kept) == []
     assert "is longer than summary_tokens (60)" in caplog.text
@@ -182,7 +182,7 @@ def test_trim_history_over_long_summary_leaves_the_gap_marker(
 
 def test_history_trimmer_writes_one_summary_per_run_of_left_out_messages() -> None:
     model = SummaryModel()
-    trimmer = history_trimmer(max_tokens=500, tokenizer="gpt-4o", options=OPTIONS, summarize=model)
+    trimmer = history_trimmer(max_tokens=500, tokenizer="gpt-4o", history=OPTIONS, summarize=model)
     history = chat(20)
     first = trimmer.invoke(history)
     assert trimmer.invoke(history) == first
@@ -191,11 +191,11 @@ def test_history_trimmer_writes_one_summary_per_run_of_left_out_messages() -> No
 
 def test_history_trimmer_ainvoke_awaits_the_summariser() -> None:
     model = SummaryModel()
-    trimmer = history_trimmer(max_tokens=500, tokenizer="gpt-4o", options=OPTIONS, summarize=model)
+    trimmer = history_trimmer(max_tokens=500, tokenizer="gpt-4o", history=OPTIONS, summarize=model)
     kept = asyncio.run(trimmer.ainvoke(chat(20)))
     assert model.paths == ["async"]
     assert kept == trim_history(
-        chat(20), max_tokens=500, tokenizer="gpt-4o", options=OPTIONS, summarize=SummaryModel()
+        chat(20), max_tokens=500, tokenizer="gpt-4o", history=OPTIONS, summarize=SummaryModel()
     )
 
 
@@ -223,7 +223,7 @@ def test_history_trimmer_rolling_summary_function_gets_the_earlier_summary() -> 
 
     model = RecordingChatModel()
     trimmer = history_trimmer(
-        max_tokens=500, tokenizer="gpt-4o", options=ROLLING, summarize=summarize
+        max_tokens=500, tokenizer="gpt-4o", history=ROLLING, summarize=summarize
     )
     for turns in (20, 21):
         (trimmer | model).invoke(chat(turns))
@@ -242,7 +242,7 @@ def test_history_trimmer_ainvoke_rolling_summaries_stand_where_the_marker_would(
     summariser = SummaryModel()
     model = RecordingChatModel()
     trimmer = history_trimmer(
-        max_tokens=500, tokenizer="gpt-4o", options=ROLLING, summarize=summariser
+        max_tokens=500, tokenizer="gpt-4o", history=ROLLING, summarize=summariser
     )
     for turns in (20, 21, 22):
         asyncio.run((trimmer | model).ainvoke(chat(turns)))

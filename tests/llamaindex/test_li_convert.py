@@ -25,7 +25,7 @@ from ctxbudget import InputError, Principal, get_tokenizer, ingest_metadata
 from llamaindex_ctxbudget import (
     ContextBudgetPostprocessor,
     ContextBudgetPromptHelper,
-    MetadataMapping,
+    NodeMetadataMapping,
     as_principal,
     to_chunk,
 )
@@ -85,7 +85,7 @@ def test_to_chunk_heading_path_from_markdown_node_parser() -> None:
 def test_to_chunk_heading_path_separator_is_configurable() -> None:
     chunk = to_chunk(
         node(metadata={"header_path": "Returns > EU"}),
-        mapping=MetadataMapping(heading_separator=">"),
+        mapping=NodeMetadataMapping(heading_separator=">"),
     )
     assert chunk.heading_path == ("Returns", "EU")
 
@@ -164,7 +164,7 @@ def test_to_chunk_groups_string_is_one_group() -> None:
 
 
 def test_to_chunk_maps_custom_acl_keys() -> None:
-    mapping = MetadataMapping(tenant=("tenant_id",), groups=("allowed_groups",))
+    mapping = NodeMetadataMapping(tenant=("tenant_id",), groups=("allowed_groups",))
     chunk = to_chunk(
         node(metadata={"tenant_id": "acme", "allowed_groups": ["sales"]}), mapping=mapping
     )
@@ -192,13 +192,13 @@ def test_to_chunk_unmapped_acl_key_beside_a_mapped_one_is_an_error(
 
 
 def test_to_chunk_unmapped_acl_key_beside_mapped_ones_is_enforced_once_mapped() -> None:
-    mapping = MetadataMapping(tenant=("tenant", "tenant_id"))
+    mapping = NodeMetadataMapping(tenant=("tenant", "tenant_id"))
     with pytest.raises(InputError, match=r"mapped to tenant disagree"):
         to_chunk(node(metadata={"tenant": "acme", "tenant_id": "globex"}), mapping=mapping)
 
 
 def test_to_chunk_disagreeing_acl_keys_are_an_error() -> None:
-    mapping = MetadataMapping(tenant=("tenant", "org"))
+    mapping = NodeMetadataMapping(tenant=("tenant", "org"))
     with pytest.raises(InputError, match=r"node 'n1' metadata: metadata keys mapped to tenant"):
         to_chunk(node(metadata={"tenant": "acme", "org": "other"}), mapping=mapping)
 
@@ -298,7 +298,7 @@ def test_to_chunk_does_not_change_the_node() -> None:
 
 def test_metadata_mapping_one_key_one_field() -> None:
     with pytest.raises(ValidationError, match="'title' is mapped to both 'title' and 'tenant'"):
-        MetadataMapping(tenant=("title",))
+        NodeMetadataMapping(tenant=("title",))
 
 
 @pytest.mark.parametrize(("key", "value"), [("groups", 1.5), ("header_path", 5)])
@@ -405,7 +405,7 @@ def test_forbidden_text_never_reaches_the_llm_for_any_metadata_shape(
     postprocessor = ContextBudgetPostprocessor(
         tokenizer="o200k_base",
         llm=llm,
-        mapping=MetadataMapping(tenant=tuple(tenant), groups=tuple(groups)),
+        mapping=NodeMetadataMapping(tenant=tuple(tenant), groups=tuple(groups)),
         principal=None if per_query else principal,
     )
     synthesizer = get_response_synthesizer(

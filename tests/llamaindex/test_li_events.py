@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from llama_index.core.instrumentation.events import BaseEvent
 
 from ctxbudget import Dropped
@@ -15,10 +16,10 @@ def test_event_class_names() -> None:
 
 
 def test_events_reach_root_handlers_and_dump_with_their_name(events: list[BaseEvent]) -> None:
-    dispatcher.event(ContextPackedEvent(space=10, pieces=[[2, 1]], untrusted=[1], tokens=[8]))
+    dispatcher.event(ContextPackedEvent(space=10, numbers=[[2, 1]], untrusted=[1], tokens=[8]))
     [event] = events
     assert event.model_dump()["class_name"] == "ContextPackedEvent"
-    assert event.model_dump()["pieces"] == [[2, 1]]
+    assert event.model_dump()["numbers"] == [[2, 1]]
 
 
 def test_sources_selected_event_carries_ids_and_reasons(events: list[BaseEvent]) -> None:
@@ -30,3 +31,9 @@ def test_sources_selected_event_carries_ids_and_reasons(events: list[BaseEvent])
     )
     [event] = events
     assert event.model_dump()["dropped"][0]["id"] == "n9"
+
+
+def test_context_packed_event_pieces_warns_and_is_numbers() -> None:
+    event = ContextPackedEvent(space=10, numbers=[[2, 1]], untrusted=[1], tokens=[8])
+    with pytest.warns(DeprecationWarning, match=r"ContextPackedEvent\.pieces is deprecated"):
+        assert event.pieces is event.numbers

@@ -12,7 +12,7 @@ from ctxbudget import InputError, Principal, SectionLoader
 from llamaindex_ctxbudget import (
     ContextBudgetPostprocessor,
     DocstoreLoader,
-    MetadataMapping,
+    NodeMetadataMapping,
     TokenCounter,
 )
 
@@ -57,7 +57,7 @@ def test_load_sections_returns_every_node_in_order() -> None:
 def test_load_sections_maps_each_node_acl() -> None:
     nodes = split(org="acme")
     nodes[1].metadata["groups"] = ["hr"]
-    loader = DocstoreLoader(docstore_with(*nodes), mapping=MetadataMapping(tenant=("org",)))
+    loader = DocstoreLoader(docstore_with(*nodes), mapping=NodeMetadataMapping(tenant=("org",)))
     sections = loader.load_sections("travel", Principal(tenant="acme"))
     assert sections is not None
     assert {s.tenant for s in sections} == {"acme"}

@@ -102,7 +102,7 @@ def test_tokenizer_or_assembler_is_required() -> None:
 def test_assembler_and_options_together_is_an_error() -> None:
     with pytest.raises(InputError, match="not both"):
         ContextBudgetMemory.from_defaults(
-            assembler=ContextAssembler(tokenizer="o200k_base"), options=HistoryOptions()
+            assembler=ContextAssembler(tokenizer="o200k_base"), history=HistoryOptions()
         )
 
 
@@ -186,7 +186,7 @@ def test_latest_message_that_cannot_fit_raises_naming_it() -> None:
 
 def test_old_tool_results_are_cleared_first_with_their_ids(o200k: TiktokenTokenizer) -> None:
     stored = agent(4)
-    history = memory(400, chat_history=stored, options=HistoryOptions(keep_tool_results=1)).get()
+    history = memory(400, chat_history=stored, history=HistoryOptions(keep_tool_results=1)).get()
     kept = check_history(stored, history, limit=400, count=count_with(o200k))
     assert kept.cleared
     assert not kept.markers  # clearing made room: no message was left out
@@ -198,7 +198,7 @@ def test_old_tool_results_are_cleared_first_with_their_ids(o200k: TiktokenTokeni
 def test_tool_calls_and_results_are_kept_or_left_out_together(o200k: TiktokenTokenizer) -> None:
     stored = agent(8, result_words=300)
     options = HistoryOptions(clear_tool_results=False)
-    history = memory(600, chat_history=stored, options=options).get()
+    history = memory(600, chat_history=stored, history=options).get()
     kept = check_history(stored, history, limit=600, count=count_with(o200k))
     assert kept.markers
 
@@ -269,7 +269,7 @@ def test_async_rolling_summaries_stand_where_the_marker_would(o200k: TiktokenTok
     # and the new turns: the second pass must find what the first asked, not the run's turns.
     writer = RecordingChatLLM(answer="Rolling summary.")
     options = HistoryOptions(rolling_summaries=True, summary_headroom=0)
-    kept = memory(400, summarize=writer, options=options)
+    kept = memory(400, summarize=writer, history=options)
     stored = chat(40)
     for turns in (30, 40):
         kept.set(stored[: 2 * turns])
@@ -310,7 +310,7 @@ def test_options_summariser_text_is_sent_inert() -> None:
         return "{query_str}"
 
     options = HistoryOptions(summarize=summarize)
-    history = memory(400, chat_history=chat(30), options=options).get()
+    history = memory(400, chat_history=chat(30), history=options).get()
     assert any((m.content or "").endswith(": { query_str }]") for m in history)
 
 
@@ -322,7 +322,7 @@ def test_summarize_must_be_an_llm() -> None:
 def test_summarize_and_an_options_summariser_is_an_error() -> None:
     options = HistoryOptions(summarize=lambda turns: "x")
     with pytest.raises(InputError, match=r"not both"):
-        memory(summarize=RecordingChatLLM(), options=options)
+        memory(summarize=RecordingChatLLM(), history=options)
 
 
 def test_summary_prompt_needs_its_placeholder() -> None:
@@ -388,7 +388,7 @@ def conversations(draw: st.DrawFn) -> list[ChatMessage]:
 def test_any_conversation_is_budgeted_whole_and_valid(
     stored: list[ChatMessage], limit: int, keep: int, o200k: TiktokenTokenizer
 ) -> None:
-    kept = memory(limit, chat_history=stored, options=HistoryOptions(keep_tool_results=keep))
+    kept = memory(limit, chat_history=stored, history=HistoryOptions(keep_tool_results=keep))
     try:
         history = kept.get()
     except ContextBudgetError as error:
@@ -406,3 +406,10 @@ def test_any_conversation_is_budgeted_whole_and_valid(
     event(f"markers: {min(len(back.markers), 2)}, cleared: {min(len(back.cleared), 2)}")
     if stored[0].role == MessageRole.ASSISTANT:
         event("a greeting left out")
+
+
+def test_from_defaults_old_options_keyword_warns_and_is_history() -> None:
+    keep = HistoryOptions(keep_tool_results=1)
+    with pytest.warns(DeprecationWarning, match=r"from_defaults\(options=...\).*use history=$"):
+        kept = memory(400, options=keep)
+    assert kept._assembler.history == keep

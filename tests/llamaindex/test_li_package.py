@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 import types
+
+import pytest
 
 import ctxbudget
 import llamaindex_ctxbudget
@@ -61,3 +64,27 @@ def test_import_without_llama_index_names_the_extra() -> None:
     ).stdout
     assert "llamaindex_ctxbudget needs llama-index-core" in out
     assert "pip install 'ctxbudget[llamaindex]'" in out
+
+
+def test_old_metadata_mapping_name_warns_and_is_node_metadata_mapping() -> None:
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"llamaindex_ctxbudget\.MetadataMapping is deprecated.*"
+        r"use llamaindex_ctxbudget\.NodeMetadataMapping$",
+    ):
+        old = llamaindex_ctxbudget.MetadataMapping  # type: ignore[attr-defined]
+    assert old is llamaindex_ctxbudget.NodeMetadataMapping
+    assert "MetadataMapping" not in llamaindex_ctxbudget.__all__
+
+
+def test_every_public_class_is_named_by_the_package_and_pickles_by_that_path() -> None:
+    classes = [
+        value
+        for name in llamaindex_ctxbudget.__all__
+        if isinstance(value := getattr(llamaindex_ctxbudget, name), type)
+    ]
+    assert {cls.__name__: cls.__module__ for cls in classes} == {
+        cls.__name__: "llamaindex_ctxbudget" for cls in classes
+    }
+    for cls in classes:
+        assert pickle.loads(pickle.dumps(cls)) is cls

@@ -171,7 +171,7 @@ def test_repack_reports_numbers_other_texts_and_tokens(
 ) -> None:
     [piece] = helper().repack(QA, [*node_texts(*FACTS[:2])[::-1], "A summary."])
     [event] = packed(events)
-    assert event.pieces == [[2, 1]]
+    assert event.numbers == [[2, 1]]
     assert event.untrusted == [1]
     assert event.tokens == [len(o200k.encoding.encode(piece))]
 

@@ -27,7 +27,7 @@ from langchain_ctxbudget import (
     ContextBudgetRetriever,
     ContextBudgetRunnable,
     ContextBudgetTransformer,
-    MetadataMapping,
+    DocumentMetadataMapping,
 )
 
 
@@ -184,14 +184,14 @@ def chain_for(
     model: RecordingChatModel,
     *,
     principal: Principal | None = None,
-    mapping: MetadataMapping | None = None,
+    mapping: DocumentMetadataMapping | None = None,
 ) -> Runnable[str, Any]:
     """A RAG chain from `retriever` to `model` through one of the adapter's components.
 
     `principal` goes in each call's config (the runnable and the retriever take it from
     there), or as the transformer's ``principal=``; the compressor takes none.
     """
-    mapping = MetadataMapping() if mapping is None else mapping
+    mapping = DocumentMetadataMapping() if mapping is None else mapping
     if path == "runnable":
         ctx = ContextBudgetRunnable(assembler=assembler, mapping=mapping)
         context: Runnable[str, Any] = retriever | ctx
@@ -227,7 +227,7 @@ def ask(
     model: RecordingChatModel,
     *,
     principal: Principal | None = None,
-    mapping: MetadataMapping | None = None,
+    mapping: DocumentMetadataMapping | None = None,
     question: str = "How long do refunds take?",
 ) -> str:
     """Run `question` through `chain_for(path, ...)` over `documents` (in a vector store),

@@ -31,7 +31,7 @@ DEFAULT_COMMAND: Final = demo.COMMAND.name
 _TOP_LEVEL: Final = frozenset({"-h", "--help", "--version"})
 
 EVAL: Final = "eval"
-"""The measurement harness, which has its own parser (`ctxbudget.eval.cli_main`)."""
+"""The measurement harness, which has its own parser (`ctxbudget.eval._cli.cli_main`)."""
 
 EVAL_HELP: Final = "measure ordering, k and metadata on your model: position, knee, ablation"
 
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ctxbudget`` with `argv` (default: the process's arguments); return the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == EVAL:  # its own parser; plain `ctxbudget` never imports it
-        from ctxbudget.eval import cli_main
+        from ctxbudget.eval._cli import cli_main
 
         try:
             return cli_main(args[1:], prog="ctxbudget eval")

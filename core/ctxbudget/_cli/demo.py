@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from ctxbudget import Budget, Claimant, ContextAssembler, Principal, SourceOptions, _demo
+from ctxbudget import Budget, ContextAssembler, Principal, SourceOptions, _demo
 from ctxbudget._cli.command import Command
 from ctxbudget._cli.errors import CliError
 from ctxbudget._cli.options import (
@@ -17,6 +17,7 @@ from ctxbudget._cli.options import (
     tokenizer,
 )
 from ctxbudget._cli.outcome import Outcome, emit
+from ctxbudget.types import Claimant
 
 __all__ = ["COMMAND"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-from ctxbudget import Budget, Chunk, Claimant, ContextAssembler, Principal, SourceOptions, Turn
+from ctxbudget import Budget, Chunk, ContextAssembler, Principal, SourceOptions, Turn
 from ctxbudget._cli.command import Command
 from ctxbudget._cli.errors import CliError
 from ctxbudget._cli.jsonl import read_jsonl
@@ -18,6 +18,7 @@ from ctxbudget._cli.options import (
     tokenizer,
 )
 from ctxbudget._cli.outcome import Outcome, emit
+from ctxbudget.types import Claimant
 
 __all__ = ["COMMAND"]
 

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from ctxbudget import (
     Budget,
-    BudgetError,
-    Claimant,
+    InvalidBudgetError,
     Tokenizer,
     TokenizerError,
     get_tokenizer,
@@ -17,6 +16,7 @@ from ctxbudget import (
 )
 from ctxbudget._cli.errors import CliError, UsageError
 from ctxbudget._tokens import PATTERN_NAMES
+from ctxbudget.types import Claimant
 
 __all__ = [
     "add_budget",
@@ -141,7 +141,7 @@ def load_budget(
     if total is not None:
         try:
             budget = Budget.parse({**budget.model_dump(), "total": total})
-        except BudgetError as exc:
+        except InvalidBudgetError as exc:
             raise CliError(f"--total {total}: {exc}") from None
     return budget
 

@@ -126,12 +126,12 @@ def _budget(budget: Budget, report: Report) -> Table:
         used = report.sizes.get(name, 0)
         cap = budget.available if allocation.max is None else min(allocation.max, budget.available)
         notes = [f"floor {allocation.min:,}"] if allocation.min else []
-        if name in report.trimmed:
-            notes.append("trimmed")
         if name == "retrieved" and report.retrieval_trimmed:
             notes.append(
-                "squeezed by " + ", ".join(f"{k} {v:,}" for k, v in report.squeezed_by.items())
+                "trimmed by " + ", ".join(f"{k} {v:,}" for k, v in report.trimmed_by.items())
             )
+        elif name in report.trimmed:
+            notes.append("trimmed")
         grid.add_row(
             name, str(allocation.priority), _bar(used, cap), f"{used:,} / {cap:,}", ", ".join(notes)
         )

@@ -47,7 +47,7 @@ from ctxbudget._sources.rank import Positions
 from ctxbudget._sources.render import HeaderCache, RenderOptions, header_cache, render_source
 from ctxbudget._sources.sizes import estimates
 from ctxbudget._textcache import shingle_cache
-from ctxbudget._tokens import TokenCounter
+from ctxbudget._tokens import CountCache
 
 __all__ = ["RetrievedClaim", "SourceSettings"]
 
@@ -120,7 +120,7 @@ class RetrievedClaim(ListClaim[Chunk]):
         allocation: Allocation,
         ranked: Sequence[Chunk],
         *,
-        counter: TokenCounter,
+        counter: CountCache,
         settings: SourceSettings,
         ids: Sequence[str] | None = None,
     ) -> None:
@@ -144,7 +144,7 @@ class RetrievedClaim(ListClaim[Chunk]):
         self._upper = replace(settings.render, effective_dates=settings.conflict_policy is not None)
         # The fence costed with the conflict instruction whenever a policy may add it.
         self._upper_fence = fence_frame(self._notice(conflict=settings.conflict_policy is not None))
-        bound, floor, ceiling = estimates(counter, datamarked=settings.datamark)
+        bound, quick_bound, ceiling = estimates(counter, datamarked=settings.datamark)
         super().__init__(
             allocation,
             ranked,
@@ -156,7 +156,7 @@ class RetrievedClaim(ListClaim[Chunk]):
             cost=self._cost,
             bound=bound,
             ceiling=ceiling,
-            floor=floor,
+            quick_bound=quick_bound,
             kind_of=lambda c: "document" if self.is_document(c) else "chunk",
         )
 

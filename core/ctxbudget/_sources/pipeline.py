@@ -30,7 +30,7 @@ from ctxbudget._sources.permit import AccessPolicy, permit
 from ctxbudget._sources.rank import RankedIds, ranking
 from ctxbudget._sources.relevance import relevant
 from ctxbudget._sources.render import RenderOptions
-from ctxbudget._tokens import TokenCounter
+from ctxbudget._tokens import CountCache
 
 __all__ = [
     "SourceOptions",
@@ -152,7 +152,7 @@ def retrieved_claim(
     *,
     principal: Principal | None,
     options: SourceOptions,
-    counter: TokenCounter,
+    counter: CountCache,
     now: datetime | None,
     per_source: bool = False,
 ) -> tuple[RetrievedClaim, list[Dropped | DropRun]]:

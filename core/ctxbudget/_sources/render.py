@@ -21,7 +21,7 @@ from ctxbudget._inputs import Chunk
 from ctxbudget._neutralise import neutralise, neutralise_field, neutralise_header
 
 if TYPE_CHECKING:
-    from ctxbudget._tokens import TokenCounter
+    from ctxbudget._tokens import CountCache
 
 __all__ = ["HeaderCache", "RenderOptions", "header", "header_cache", "render_source"]
 
@@ -100,11 +100,11 @@ class HeaderCache:
         return self._maxsize
 
 
-_HEADERS: WeakKeyDictionary[TokenCounter, HeaderCache] = WeakKeyDictionary()
+_HEADERS: WeakKeyDictionary[CountCache, HeaderCache] = WeakKeyDictionary()
 _LOCK: Final = threading.Lock()
 
 
-def header_cache(counter: TokenCounter) -> HeaderCache:
+def header_cache(counter: CountCache) -> HeaderCache:
     """The source headers of an assembler's token `counter`, as many at most as it counts
     texts; made on first use and gone with it."""
     with _LOCK:

@@ -4,9 +4,9 @@ Selection walks candidates in rank order and must rule out one that cannot fit w
 reading it closely (docs/speed.md, "Where the time goes"). Three numbers do that,
 cheapest first, each from the chunk's raw text and the longest token of the tokenizer
 (`per_token`, UTF-8 bytes):
-`ceiling` ≥ `bound` ≥ `floor`, and `bound` is a lower bound on what the neutralised
+`ceiling` ≥ `bound` ≥ `quick_bound`, and `bound` is a lower bound on what the neutralised
 (and datamarked) text costs. `_pack.Packer` reads `ceiling` first (while it fits, nothing
-else is computed), then `floor` (when it alone is over, the chunk is oversize), then
+else is computed), then `quick_bound` (when it alone is over, the chunk is oversize), then
 `bound`. Each is written to be bound to its first arguments with `functools.partial`, so
 a call is one Python frame per candidate.
 """
@@ -19,31 +19,31 @@ from weakref import WeakKeyDictionary
 
 from ctxbudget._inputs import Chunk
 from ctxbudget._normalised import removable_bytes
-from ctxbudget._tokens import BoundedTokenizer, TokenCounter
+from ctxbudget._tokens import BoundedTokenizer, CountCache
 
 __all__ = ["Estimates", "estimates"]
 
 Estimates = tuple[Callable[[Chunk], int], Callable[[Chunk], int], Callable[[Chunk], int]]
-"""A chunk's `bound`, `floor` and `ceiling`, in that order."""
+"""A chunk's `bound`, `quick_bound` and `ceiling`, in that order."""
 
 
-def estimates(counter: TokenCounter, *, datamarked: bool) -> Estimates:
-    """`bound`, `floor` and `ceiling` for the counter's tokenizer; all 0 when it does not
+def estimates(counter: CountCache, *, datamarked: bool) -> Estimates:
+    """`bound`, `quick_bound` and `ceiling` for the counter's tokenizer; all 0 when it does not
     say how long its tokens are (it is no `BoundedTokenizer`)."""
     per_token = _bytes_per_token(counter)
     if not per_token:
         return _unknown, _unknown, _unknown
     return (
         partial(bound, per_token, datamarked),
-        partial(floor, per_token, datamarked),
+        partial(quick_bound, per_token, datamarked),
         partial(ceiling, per_token),
     )
 
 
-_PER_TOKEN: WeakKeyDictionary[TokenCounter, int] = WeakKeyDictionary()
+_PER_TOKEN: WeakKeyDictionary[CountCache, int] = WeakKeyDictionary()
 
 
-def _bytes_per_token(counter: TokenCounter) -> int:
+def _bytes_per_token(counter: CountCache) -> int:
     """The longest token of the counter's tokenizer in UTF-8 bytes; 0 when it does not say.
 
     Remembered per counter (an assembler keeps one for all its requests): the runtime
@@ -69,7 +69,7 @@ def bound(per_token: int, datamarked: bool, chunk: Chunk) -> int:
     return -(-kept // per_token)
 
 
-def floor(per_token: int, datamarked: bool, chunk: Chunk) -> int:
+def quick_bound(per_token: int, datamarked: bool, chunk: Chunk) -> int:
     """A number never above `bound`, from one C scan where `bound` takes several.
 
     The ASCII bytes neutralising keeps (it never shortens what it rewrites, and only

@@ -10,9 +10,13 @@ Nothing here is imported by ``import ctxbudget``; rich (tables, progress) and
 matplotlib (plots) are imported only when used: ``pip install 'ctxbudget[eval]'``.
 """
 
+import typing as _typing
+
+from ctxbudget._deprecated import module_getattr as _module_getattr
+from ctxbudget._public import rehome as _rehome
+from ctxbudget.eval import _cli
 from ctxbudget.eval._ablation import FIELDS, VARIANTS, AblationResult, Field, ablate, ablation
 from ctxbudget.eval._cases import Case, load_cases, load_chunks
-from ctxbudget.eval._cli import cli_main, load_model
 from ctxbudget.eval._context import assert_context_p95_below, context_size_p95, context_sizes
 from ctxbudget.eval._errors import EvalError
 from ctxbudget.eval._knee import KneeResult, k_knee
@@ -47,7 +51,6 @@ __all__ = [
     "ablation",
     "assert_context_p95_below",
     "cached",
-    "cli_main",
     "context_size_p95",
     "context_sizes",
     "from_langchain",
@@ -58,8 +61,18 @@ __all__ = [
     "lexical_retriever",
     "load_cases",
     "load_chunks",
-    "load_model",
     "position_sensitivity",
     "simulated_generator",
     "synthetic_corpus",
 ]
+
+# Old names for one release (CHANGELOG.md): the command line's own entry points, which
+# `ctxbudget eval` runs.
+_RENAMED: dict[str, tuple[str, object]] = {
+    "cli_main": ("the ctxbudget eval command", _cli.cli_main),
+    "load_model": ("the ctxbudget eval command's --model", _cli.load_model),
+}
+if not _typing.TYPE_CHECKING:
+    __getattr__ = _module_getattr(__name__, _RENAMED)
+
+_rehome(__name__, globals(), __all__)

@@ -20,10 +20,10 @@ from ctxbudget import (
     ContextAssembler,
     Dedup,
     SourceOptions,
-    TokenCounter,
     get_tokenizer,
 )
 from ctxbudget.eval._errors import EvalError
+from ctxbudget.types import CountCache
 
 __all__ = [
     "DEFAULT_SYSTEM",
@@ -83,7 +83,7 @@ def assembler_for(
         sources = sources.model_copy(
             update={"order": "relevance", "dedup": off, "min_relevance": None, "loader": None}
         )
-    counter = TokenCounter(tokenizer)
+    counter = CountCache(tokenizer)
 
     def need(request: Request) -> int:
         texts = [system or "", request.question]

@@ -22,7 +22,6 @@ from ctxbudget import (
     Dropped,
     Principal,
     TiktokenTokenizer,
-    TokenCounter,
     get_tokenizer,
 )
 from ctxbudget._fence import SourceFormat
@@ -33,6 +32,7 @@ from ctxbudget._sources.dedup import Dedup
 from ctxbudget._sources.escalate import Escalation
 from ctxbudget._sources.permit import AccessPolicy
 from ctxbudget._sources.render import RenderOptions
+from ctxbudget.types import CountCache
 from tests.support.factories import FakeLoader, budget_for, parts, whole, words
 from tests.support.tokenizers import fake_count
 
@@ -65,7 +65,7 @@ def claim(
     return RetrievedClaim(
         Allocation("retrieved", priority=1),
         list(chunks),
-        counter=TokenCounter(tokenizer),
+        counter=CountCache(tokenizer),
         settings=settings,
         ids=ids,
     )
@@ -446,7 +446,7 @@ class Longest:
 
 def test_longest_token_is_looked_up_once_per_counter() -> None:
     tokenizer = Longest()
-    counter = TokenCounter(tokenizer)
+    counter = CountCache(tokenizer)
     settings = claim([]).settings
     allocation = Allocation("retrieved", priority=1)
     RetrievedClaim(allocation, parts("d", 2), counter=counter, settings=settings)

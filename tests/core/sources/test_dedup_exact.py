@@ -26,9 +26,10 @@ from hypothesis import strategies as st
 
 import ctxbudget._sources.claim as claim_module
 import ctxbudget._sources.dedup as dedup_module
-from ctxbudget import Chunk, ContextAssembler, Dedup, TiktokenTokenizer, TokenCounter
+from ctxbudget import Chunk, ContextAssembler, Dedup, TiktokenTokenizer
 from ctxbudget._sources.dedup import Deduplicator, Shingles, shingles
 from ctxbudget._textcache import ShingleCache, VerdictKey, shingle_cache
+from ctxbudget.types import CountCache
 from tests.support.factories import budget_for
 
 
@@ -619,7 +620,7 @@ def test_shingle_cache_of_size_zero_holds_nothing() -> None:
 
 
 def test_shingle_cache_is_one_per_counter(o200k: TiktokenTokenizer) -> None:
-    first, second = TokenCounter(o200k), TokenCounter(o200k)
+    first, second = CountCache(o200k), CountCache(o200k)
     assert shingle_cache(first) is shingle_cache(first)
     assert shingle_cache(first) is not shingle_cache(second)
 

@@ -326,7 +326,7 @@ def test_escalate_loader_without_load_method_rejected(o200k: TiktokenTokenizer) 
 def test_escalate_loader_called_once_per_document_per_assemble(
     o200k: TiktokenTokenizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A squeezed retrieval is fitted more than once (its grant, then with the space others
+    # A retrieval trimmed by others is fitted more than once (its grant, then with the space others
     # held); the document must be loaded only once.
     fits: list[int] = []
     real_fit = RetrievedClaim.fit
@@ -337,7 +337,7 @@ def test_escalate_loader_called_once_per_document_per_assemble(
 
     monkeypatch.setattr(RetrievedClaim, "fit", counting_fit)
     filler = [Chunk(id=f"filler{i}", content=words(f"filler{i}", 60), score=0.1) for i in range(10)]
-    squeezing = Budget(
+    crowded = Budget(
         total=1_400,
         allocations=(
             Allocation("system", priority=0),
@@ -347,7 +347,7 @@ def test_escalate_loader_called_once_per_document_per_assemble(
     )
     loader = FakeLoader({"manual": whole(MANUAL)})
     assembler = ContextAssembler(
-        tokenizer=o200k, budget=squeezing, sources=SourceOptions(loader=loader)
+        tokenizer=o200k, budget=crowded, sources=SourceOptions(loader=loader)
     )
 
     result = assembler.assemble(
@@ -919,7 +919,7 @@ def test_a_near_copy_of_a_section_stays_dropped_when_its_document_is_sent_whole(
 
     options = SourceOptions(loader=Sections())
     whole = select_sources(
-        [*SECTIONS, COPY], max_tokens=2_000, tokenizer="o200k_base", options=options
+        [*SECTIONS, COPY], max_tokens=2_000, tokenizer="o200k_base", sources=options
     )
     assert whole.escalated == "returns"
     assert [s.chunk.id for s in whole.sources] == ["returns"]

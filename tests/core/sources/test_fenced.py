@@ -102,7 +102,7 @@ def retrieved(draw: st.DrawFn) -> tuple[list[Chunk], SourceOptions]:
 
 def selected(chunks: list[Chunk], options: SourceOptions, fence: Any) -> Selection:
     return select_sources(
-        chunks, max_tokens=200_000, tokenizer=O200K, options=options, now=NOW, fence=fence
+        chunks, max_tokens=200_000, tokenizer=O200K, sources=options, now=NOW, fence=fence
     )
 
 

@@ -1,4 +1,4 @@
-"""The retrieved claim's free size bounds hold for any text: the floor never exceeds, and the
+"""The retrieved claim's free size bounds hold for any text: the quick bound never exceeds, and the
 ceiling never falls below, the bound on what the neutralised (and datamarked) text keeps."""
 
 from __future__ import annotations
@@ -6,11 +6,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxbudget import Allocation, Chunk, SourceOptions, TokenCounter, get_tokenizer
+from ctxbudget import Allocation, Chunk, SourceOptions, get_tokenizer
 from ctxbudget._fence import datamark
 from ctxbudget._neutralise import neutralise
 from ctxbudget._normalised import is_blank
 from ctxbudget._sources.pipeline import retrieved_claim
+from ctxbudget.types import CountCache
 
 O200K = get_tokenizer("o200k_base")
 
@@ -56,17 +57,17 @@ def test_ascii_bytes_survive_neutralising_and_datamarking(text: str, datamarked:
     text=(hostile | st.text(max_size=60)).filter(lambda t: not is_blank(t)),
     datamarked=st.booleans(),
 )
-def test_floor_and_ceiling_enclose_the_bound(text: str, datamarked: bool) -> None:
+def test_quick_bound_and_ceiling_enclose_the_bound(text: str, datamarked: bool) -> None:
     claim, _ = retrieved_claim(
         Allocation("retrieved", max=100, priority=1),
         [Chunk(id="c", content=text)],
         principal=None,
         options=SourceOptions(datamark=datamarked),
-        counter=TokenCounter(O200K),
+        counter=CountCache(O200K),
         now=None,
     )
     packer = claim.packer
     chunk = claim.items[0]
-    assert packer.floor is not None
+    assert packer.quick_bound is not None
     assert packer.ceiling is not None
-    assert packer.floor(chunk) <= packer.bound(chunk) <= packer.ceiling(chunk)
+    assert packer.quick_bound(chunk) <= packer.bound(chunk) <= packer.ceiling(chunk)
