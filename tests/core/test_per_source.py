@@ -13,38 +13,15 @@ from hypothesis import strategies as st
 from ctxbudget import (
     Chunk,
     ContextAssembler,
-    Dedup,
     Frame,
     InputError,
-    Selection,
     SourceOptions,
     get_tokenizer,
     select_sources,
 )
-from tests.support.factories import words
+from tests.support.factories import NO_DEDUP, selected, sized
 
 O200K = get_tokenizer("o200k_base")
-NO_DEDUP = SourceOptions(dedup=Dedup(jaccard=None, containment=None, cosine=None))
-
-
-def sized(sizes: list[int]) -> list[Chunk]:
-    """One chunk of each size in words, best first, one document each."""
-    return [
-        Chunk(
-            id=f"c{i}",
-            document_id=f"d{i}",
-            title=f"Doc {i}",
-            content=words(f"c{i}", n),
-            score=1 - i / 100,
-        )
-        for i, n in enumerate(sizes)
-    ]
-
-
-def selected(chunks: list[Chunk], max_tokens: int, fence: Any, **kwargs: Any) -> Selection:
-    return select_sources(
-        chunks, max_tokens=max_tokens, tokenizer=O200K, sources=NO_DEDUP, fence=fence, **kwargs
-    )
 
 
 SIZES = st.lists(st.integers(1, 120), min_size=1, max_size=8)

@@ -16,37 +16,14 @@ from ctxbudget import (
     Chunk,
     ContextAssembler,
     ContextBudgetError,
-    Dedup,
     Principal,
-    Selection,
     SourceOptions,
     get_tokenizer,
     select_sources,
 )
-from tests.support.factories import words
+from tests.support.factories import NO_DEDUP, selected, sized
 
 O200K = get_tokenizer("o200k_base")
-NO_DEDUP = SourceOptions(dedup=Dedup(jaccard=None, containment=None, cosine=None))
-
-
-def sized(sizes: list[int]) -> list[Chunk]:
-    """One chunk of each size in words, best first, one document each."""
-    return [
-        Chunk(
-            id=f"c{i}",
-            document_id=f"d{i}",
-            title=f"Doc {i}",
-            content=words(f"c{i}", n),
-            score=1 - i / 100,
-        )
-        for i, n in enumerate(sizes)
-    ]
-
-
-def selected(chunks: list[Chunk], max_tokens: int, fence: Any, **kwargs: Any) -> Selection:
-    return select_sources(
-        chunks, max_tokens=max_tokens, tokenizer=O200K, sources=NO_DEDUP, fence=fence, **kwargs
-    )
 
 
 NONE_FITS = (

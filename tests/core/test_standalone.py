@@ -25,27 +25,15 @@ from ctxbudget import (
     select_sources,
     trim_history,
 )
-from tests.support.factories import budget_for
+from tests.support.factories import budget_for, chunks_in_three_documents
 
 # --- select_sources: retrieved sources on their own ---------------------------------------
 
 
-def chunks(n: int, words: int = 40) -> list[Chunk]:
-    return [
-        Chunk(
-            id=f"c{i}",
-            document_id=f"d{i % 3}",
-            title=f"Doc {i % 3}",
-            ordinal=i,
-            content=" ".join(f"w{i}x{j}" for j in range(words)),
-            score=1 - i / (n + 1),
-        )
-        for i in range(n)
-    ]
-
-
 def test_select_sources_numbers_and_fences_within_max_tokens() -> None:
-    selection = select_sources(chunks(20), max_tokens=400, tokenizer="o200k_base")
+    selection = select_sources(
+        chunks_in_three_documents(20), max_tokens=400, tokenizer="o200k_base"
+    )
     assert get_tokenizer("o200k_base").count(selection.text) == selection.tokens <= 400
     assert selection.text.startswith("<retrieved_documents>\n")
     assert selection.text.endswith("</retrieved_documents>")
@@ -60,13 +48,15 @@ def test_select_sources_numbers_and_fences_within_max_tokens() -> None:
 
 
 def test_select_sources_keeps_best_ranked_chunks() -> None:
-    selection = select_sources(chunks(20), max_tokens=400, tokenizer="o200k_base")
+    selection = select_sources(
+        chunks_in_three_documents(20), max_tokens=400, tokenizer="o200k_base"
+    )
     kept = sorted(int(s.chunk.id[1:]) for s in selection.sources)
     assert kept == list(range(len(kept)))
 
 
 def test_select_sources_with_nothing_kept_is_empty_text() -> None:
-    selection = select_sources(chunks(3), max_tokens=10, tokenizer="o200k_base")
+    selection = select_sources(chunks_in_three_documents(3), max_tokens=10, tokenizer="o200k_base")
     assert selection.text == ""
     assert selection.tokens == 0
     assert selection.sources == ()
@@ -88,7 +78,9 @@ def test_select_sources_floor_holds_on_the_exact_count() -> None:
 
 def test_select_sources_rejects_a_floor_above_the_cap() -> None:
     with pytest.raises(InputError, match=r"min_tokens \(500\) is greater than max_tokens \(100\)"):
-        select_sources(chunks(5), max_tokens=100, min_tokens=500, tokenizer="o200k_base")
+        select_sources(
+            chunks_in_three_documents(5), max_tokens=100, min_tokens=500, tokenizer="o200k_base"
+        )
 
 
 def test_select_sources_drops_forbidden_and_invisible_only_chunks() -> None:
@@ -113,7 +105,9 @@ def test_select_sources_drops_forbidden_and_invisible_only_chunks() -> None:
 
 def test_select_sources_applies_options() -> None:
     options = SourceOptions(order="relevance", source_format="xml", min_relevance=0.5)
-    selection = select_sources(chunks(6), max_tokens=2_000, tokenizer="o200k_base", sources=options)
+    selection = select_sources(
+        chunks_in_three_documents(6), max_tokens=2_000, tokenizer="o200k_base", sources=options
+    )
     assert '<document index="1"' in selection.text
     assert {d.reason for d in selection.dropped} == {"below_floor"}
 
@@ -122,10 +116,10 @@ def test_select_sources_rejects_bad_input() -> None:
     with pytest.raises(InputError, match=r"chunks\[0\] is a str, expected ctxbudget.Chunk"):
         select_sources(["text"], max_tokens=100, tokenizer="o200k_base")  # type: ignore[list-item]
     with pytest.raises(InputError, match=r"max_tokens must be an int >= 0, but got -1"):
-        select_sources(chunks(1), max_tokens=-1, tokenizer="o200k_base")
+        select_sources(chunks_in_three_documents(1), max_tokens=-1, tokenizer="o200k_base")
     with pytest.raises(InputError, match=r"principal must be a ctxbudget.Principal"):
         select_sources(
-            chunks(1),
+            chunks_in_three_documents(1),
             max_tokens=100,
             tokenizer="o200k_base",
             principal="acme",  # type: ignore[arg-type]
@@ -141,7 +135,7 @@ def test_assembler_select_sources_defaults_to_the_retrieved_allocation() -> None
         ),
     )
     assembler = ContextAssembler(tokenizer="o200k_base", budget=budget)
-    selection = assembler.select_sources(chunks(30))
+    selection = assembler.select_sources(chunks_in_three_documents(30))
     assert selection.budget == 700
     assert selection.tokens <= 700
 
@@ -149,9 +143,11 @@ def test_assembler_select_sources_defaults_to_the_retrieved_allocation() -> None
 def test_assembler_select_sources_is_the_assemblers_own_pipeline() -> None:
     # One pipeline: the fenced block the assembler puts in the prompt is the selection's.
     assembler = ContextAssembler(tokenizer="o200k_base")
-    result = assembler.assemble(question="Why?", chunks=chunks(30))
+    result = assembler.assemble(question="Why?", chunks=chunks_in_three_documents(30))
     grant = result.report.granted["retrieved"]
-    selection = assembler.select_sources(chunks(30), max_tokens=grant, min_tokens=0)
+    selection = assembler.select_sources(
+        chunks_in_three_documents(30), max_tokens=grant, min_tokens=0
+    )
     assert selection.text
     assert selection.text in result.text
     assert [s.chunk.id for s in selection.sources] == [s.chunk.id for s in result.sources]
@@ -186,7 +182,9 @@ def test_selection_is_within_max_tokens_and_accounts_for_every_chunk(
 
 
 def test_each_source_carries_its_text_as_the_prompt_shows_it() -> None:
-    selection = select_sources(chunks(6), max_tokens=2_000, tokenizer="o200k_base")
+    selection = select_sources(
+        chunks_in_three_documents(6), max_tokens=2_000, tokenizer="o200k_base"
+    )
     blocks = [source.text for source in selection.sources]
     assert "\n\n".join(blocks) in selection.text
     for source in selection.sources:
@@ -195,7 +193,9 @@ def test_each_source_carries_its_text_as_the_prompt_shows_it() -> None:
 
 
 def test_selection_builds_the_records_of_unread_chunks_when_read() -> None:
-    selection = select_sources(chunks(60), max_tokens=300, tokenizer="o200k_base")
+    selection = select_sources(
+        chunks_in_three_documents(60), max_tokens=300, tokenizer="o200k_base"
+    )
     state = object.__getattribute__(selection, "__dict__")
     assert not isinstance(state["dropped"], tuple)
     kept = [s.chunk.id for s in selection.sources]

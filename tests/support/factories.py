@@ -22,7 +22,17 @@ from typing import Any, Literal
 
 import pytest
 
-from ctxbudget import Allocation, Budget, Chunk, ContextBudgetError, Dropped
+from ctxbudget import (
+    Allocation,
+    Budget,
+    Chunk,
+    ContextBudgetError,
+    Dedup,
+    Dropped,
+    Selection,
+    SourceOptions,
+    select_sources,
+)
 from ctxbudget._claims import Outcome
 from ctxbudget._joins import Piece
 from ctxbudget._layout import FRAME_TAGS
@@ -87,6 +97,52 @@ def chunks(n: int, words: int = 40, **fields: Any) -> list[Chunk]:
 def words(prefix: str, n: int) -> str:
     """`n` distinct words, each starting with `prefix`: text no other call repeats."""
     return " ".join(f"{prefix}w{j}" for j in range(n))
+
+
+def chunks_in_three_documents(n: int, words: int = 40) -> list[Chunk]:
+    """`n` chunks of `words` distinct words each, in documents d0, d1, d2 by turns and in
+    reading order (`ordinal`), ranked best first."""
+    return [
+        Chunk(
+            id=f"c{i}",
+            document_id=f"d{i % 3}",
+            title=f"Doc {i % 3}",
+            ordinal=i,
+            content=" ".join(f"w{i}x{j}" for j in range(words)),
+            score=1 - i / (n + 1),
+        )
+        for i in range(n)
+    ]
+
+
+def sized(sizes: list[int]) -> list[Chunk]:
+    """One chunk of each size in words, best first, one document each."""
+    return [
+        Chunk(
+            id=f"c{i}",
+            document_id=f"d{i}",
+            title=f"Doc {i}",
+            content=words(f"c{i}", n),
+            score=1 - i / 100,
+        )
+        for i, n in enumerate(sizes)
+    ]
+
+
+NO_DEDUP = SourceOptions(dedup=Dedup(jaccard=None, containment=None, cosine=None))
+"""Source options with near-duplicate detection off: every chunk is a candidate."""
+
+
+def selected(chunks: list[Chunk], max_tokens: int, fence: Any, **kwargs: Any) -> Selection:
+    """`select_sources` in o200k with dedup off and the given fence mode."""
+    return select_sources(
+        chunks,
+        max_tokens=max_tokens,
+        tokenizer="o200k_base",
+        sources=NO_DEDUP,
+        fence=fence,
+        **kwargs,
+    )
 
 
 def passage(i: int) -> str:

@@ -8,20 +8,7 @@ import pytest
 from ctxbudget import Chunk, SourceOptions
 from ctxbudget._report import records
 from ctxbudget._sources.pipeline import candidates
-
-
-def chunks(n: int, words: int = 40) -> list[Chunk]:
-    return [
-        Chunk(
-            id=f"c{i}",
-            document_id=f"d{i % 3}",
-            title=f"Doc {i % 3}",
-            ordinal=i,
-            content=" ".join(f"w{i}x{j}" for j in range(words)),
-            score=1 - i / (n + 1),
-        )
-        for i in range(n)
-    ]
+from tests.support.factories import chunks_in_three_documents
 
 
 def test_source_options_reject_unknown_option_and_bad_loader() -> None:
@@ -49,7 +36,7 @@ def test_candidates_rank_what_is_left_and_name_it_by_position() -> None:
 
 
 def test_candidates_with_nothing_ruled_out_name_them_from_one_read() -> None:
-    given_chunks = chunks(5)[::-1]
+    given_chunks = chunks_in_three_documents(5)[::-1]
     ruled_out, ranked, ids = candidates(given_chunks, None, SourceOptions())
     assert ruled_out == []
     assert list(ids) == [c.id for c in ranked] == [f"c{i}" for i in range(5)]
