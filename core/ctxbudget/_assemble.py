@@ -10,7 +10,7 @@ from operator import attrgetter
 from typing import Any
 
 from ctxbudget._allocate import Allocated
-from ctxbudget._arguments import check_int, check_optional, check_type, wrong_type
+from ctxbudget._arguments import check_int, check_optional, check_type, sequence_of, wrong_type
 from ctxbudget._budget import Budget
 from ctxbudget._claimants import Claimant
 from ctxbudget._claims import Claim, text_claim
@@ -19,7 +19,7 @@ from ctxbudget._errors import InputError
 from ctxbudget._exact import Rendered, settle
 from ctxbudget._fence import fence_rule
 from ctxbudget._history import HistoryClaim
-from ctxbudget._inputs import Chunk, Principal, Tool, Turn, sequence_of
+from ctxbudget._inputs import Chunk, Principal, Tool, Turn
 from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
 from ctxbudget._neutralise import neutralise_section
 from ctxbudget._otel import traced_entry

@@ -11,15 +11,12 @@ claimant's token range.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from datetime import date, datetime
-from itertools import repeat
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, Field, PlainValidator, model_validator
+from pydantic import AfterValidator, Field, PlainValidator, model_validator
 
 from ctxbudget._acl import check_chunk_metadata
-from ctxbudget._errors import InputError
 from ctxbudget._input_model import InputModel
 from ctxbudget._json_data import JsonObject, json_object
 from ctxbudget._text import Text, check_text_fast
@@ -30,8 +27,6 @@ __all__ = [
     "Role",
     "Tool",
     "Turn",
-    "check_token_range",
-    "sequence_of",
 ]
 
 
@@ -251,38 +246,3 @@ class Principal(InputModel):
         default=frozenset(),
         description="The principal's groups; it sees a group-restricted chunk listing any of them.",
     )
-
-
-_M = TypeVar("_M", bound=BaseModel)
-
-
-def sequence_of(name: str, values: object, kind: type[_M]) -> list[_M]:
-    """`values` as a list of `kind`, or an `InputError` naming the first item that is not one."""
-    if isinstance(values, str | bytes) or not isinstance(values, Sequence):
-        raise InputError(
-            f"{name} must be a sequence of {kind.__name__}, but got {type(values).__name__}"
-        )
-    if not all(map(isinstance, values, repeat(kind))):  # one C-speed pass over the items
-        index, value = next((i, v) for i, v in enumerate(values) if not isinstance(v, kind))
-        raise InputError(
-            f"{name}[{index}] is a {type(value).__name__}, expected ctxbudget.{kind.__name__}; "
-            f"build it with {kind.__name__}(...) or {kind.__name__}.model_validate(data)"
-        )
-    return list(values)
-
-
-def check_token_range(max_tokens: object, min_tokens: object) -> tuple[int, int]:
-    """A `max_tokens` / `min_tokens` pair as given to a single claimant; `InputError` otherwise."""
-    cap, floor = _token_count("max_tokens", max_tokens), _token_count("min_tokens", min_tokens)
-    if floor > cap:
-        raise InputError(
-            f"min_tokens ({floor}) is greater than max_tokens ({cap}); lower min_tokens or "
-            "raise max_tokens"
-        )
-    return cap, floor
-
-
-def _token_count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(f"{name} must be an int >= 0, but got {value!r}")
-    return value

@@ -16,14 +16,20 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ctxbudget._arguments import check_int, check_optional, check_type
+from ctxbudget._arguments import (
+    check_int,
+    check_optional,
+    check_token_range,
+    check_type,
+    sequence_of,
+)
 from ctxbudget._budget import Allocation
 from ctxbudget._conversation import HistoryOptions, Summarize, SummaryCache
 from ctxbudget._deprecated import renamed_keyword, warn_renamed
 from ctxbudget._errors import InputError
 from ctxbudget._exact import settle
 from ctxbudget._history import HistoryClaim
-from ctxbudget._inputs import Chunk, Principal, Role, Turn, check_token_range, sequence_of
+from ctxbudget._inputs import Chunk, Principal, Role, Turn
 from ctxbudget._layout import Frame
 from ctxbudget._otel import traced_entry
 from ctxbudget._report import DeferredDropped, Dropped, SummarySpan, nothing_in

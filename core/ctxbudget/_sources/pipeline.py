@@ -15,11 +15,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ctxbudget._arguments import check_type
+from ctxbudget._arguments import check_type, sequence_of
 from ctxbudget._budget import Allocation
 from ctxbudget._errors import InputError
 from ctxbudget._fence import SourceFormat
-from ctxbudget._inputs import Chunk, Principal, sequence_of
+from ctxbudget._inputs import Chunk, Principal
 from ctxbudget._report import Dropped, DropRun
 from ctxbudget._sources.arrange import Order
 from ctxbudget._sources.claim import RetrievedClaim, SourceSettings
