@@ -22,6 +22,10 @@ Retriever = Callable[[str], Sequence[Chunk]]
 """A question -> chunks function, best first: your retriever, or `lexical_retriever(pool)`."""
 
 _WORD: Final = re.compile(r"\w+")
+_K1: Final = 1.2
+"""BM25's term-frequency saturation: Robertson's usual value (1.2 to 2 is the usual range)."""
+_B: Final = 0.75
+"""BM25's length normalisation: 0 ignores a text's length, 1 scales fully by it."""
 
 
 def words(text: str) -> list[str]:
@@ -57,8 +61,8 @@ def lexical_retriever(pool: Sequence[Chunk], *, limit: int = 100) -> Retriever:
             found = postings.get(word, [])
             idf = math.log(1 + (total - len(found) + 0.5) / (len(found) + 0.5))
             for index, tf in found:
-                norm = tf + 1.2 * (0.25 + 0.75 * lengths[index] / average)
-                scores[index] += idf * tf * 2.2 / norm
+                norm = tf + _K1 * (1 - _B + _B * lengths[index] / average)
+                scores[index] += idf * tf * (_K1 + 1) / norm
         best = heapq.nsmallest(limit, scores, key=lambda i: (-scores[i], i))
         return [
             chunks[i].model_copy(update={"score": scores[i], "rerank_score": None}) for i in best
