@@ -156,6 +156,15 @@ class ShingleCache:
                 self._weight -= dropped
         return value, serial
 
+    def share(self, text: str, size: int, serial: int, value: frozenset[int]) -> None:
+        """Hold `value`, equal to the windows held for `text` under `serial`, in their
+        place (it shares its int objects with other held sets)."""
+        key = (text, size)
+        with self._lock:
+            held = self._entries.get(key)
+            if held is not None and held[2] == serial:
+                self._entries[key] = (value, held[1], serial)
+
     def verdict(self, key: VerdictKey) -> bool | None:
         """The remembered verdict on `key`'s pair, or None (then `remember` it)."""
         with self._lock:

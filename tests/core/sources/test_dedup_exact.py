@@ -521,6 +521,59 @@ def test_shared_postings_verdicts_equal_pairwise_when_every_window_is_in_a_list(
         assert mismatches(chunks, settings, 22) == []
 
 
+def pool_prose(rng: random.Random, count: int) -> list[Chunk]:
+    """Chunks of six of twelve sentences: most windows are held by many chunks, as in the
+    benchmark pool's prose."""
+    sentences = [prose(rng, 12, 400) for _ in range(12)]
+    return [
+        Chunk(id=f"s{i}", content=" ".join(w for s in rng.sample(sentences, 6) for w in s))
+        for i in range(count)
+    ]
+
+
+def test_kept_sets_share_the_int_objects_of_windows_others_hold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Once indexed, a window held by many kept chunks is one int object in all of them but
+    # the first (32 bytes each saved), and the shingle cache and the per-request table hold
+    # the shared set, equal to the text's shingles, in place of the one first made.
+    monkeypatch.setattr(dedup_module, "_PAIRWISE", 4)
+    chunks = pool_prose(random.Random(23), 60)
+    cache = ShingleCache()
+    dedup = Deduplicator(Dedup(jaccard=0.99, containment=None), cache)
+    kept: list[Chunk] = []
+    for chunk in chunks:
+        if dedup.duplicates(chunk, kept) is None:
+            kept.append(chunk)
+    dedup.duplicates(Chunk(id="last", content="nothing shared"), kept)
+    held = dedup._texts._sets
+    assert len(held) == len(kept) > 40
+    objects: dict[int, set[int]] = {}
+    for each in held[dedup_module._PAIRWISE :]:
+        for window in each:
+            objects.setdefault(window, set()).add(id(window))
+    assert max(map(len, objects.values())) <= 2
+    assert sum(map(len, objects.values())) < sum(map(len, held)) / 4
+    for chunk, each in zip(kept, held, strict=True):
+        assert each == shingles(chunk.content)
+        assert dedup._shingles[chunk.content][0] is each
+        assert cache.get(chunk.content, 5, shingles) is each
+    assert mismatches(chunks, Dedup(jaccard=0.99, containment=None), 23) == []
+    assert mismatches(chunks, Dedup(), 23) == []
+
+
+def test_shingle_cache_shares_a_set_only_for_the_entry_it_was_made_from() -> None:
+    cache = ShingleCache()
+    text = "one two three four five six seven"
+    first, serial = cache.lookup(text, 5, shingles)
+    equal = frozenset(first)
+    cache.share(text, 5, serial + 1, equal)  # a later entry's serial: not this entry
+    assert cache.get(text, 5, shingles) is first
+    cache.share(text, 5, serial, equal)
+    assert cache.get(text, 5, shingles) is equal
+    assert cache.lookup(text, 5, shingles) == (equal, serial)
+
+
 def test_memo_holds_one_entry_per_candidate_not_per_pair() -> None:
     chunks = [Chunk(id=f"c{i}", content=f"distinct text number {i} " * 3) for i in range(50)]
     dedup = Deduplicator(Dedup())
