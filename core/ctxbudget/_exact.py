@@ -59,11 +59,13 @@ def settle(
     claims: Mapping[Claimant, Claim], available: int, counter: CountCache
 ) -> tuple[Allocated, Rendered]:
     """Allocate `available` tokens among `claims`, check each claimant's own rule on what it
-    was allocated, and render the prompt within `available` by the exact count: the one
-    path of every entry point."""
+    was allocated, tell each that allocation is over (`Claim.settled`), and render the
+    prompt within `available` by the exact count: the one path of every entry point."""
     allocated = allocate(list(claims.values()), available)
     for name, claim in claims.items():
         claim.require_allocated(allocated.fits[name], allocated.granted[name])
+    for claim in claims.values():
+        claim.settled()
     return allocated, render_exactly(claims, allocated, available, counter)
 
 
