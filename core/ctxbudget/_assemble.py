@@ -20,7 +20,7 @@ from ctxbudget._exact import Rendered, settle
 from ctxbudget._fence import fence_rule
 from ctxbudget._history import HistoryClaim
 from ctxbudget._inputs import Chunk, Principal, Tool, Turn
-from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS, TAIL
+from ctxbudget._layout import FRAMES, PREFIX, SECTION_ORDER, SECTION_SEPARATOR, SECTIONS
 from ctxbudget._neutralise import neutralise_section
 from ctxbudget._otel import traced_entry
 from ctxbudget._prefix import prefix_hash, volatile_parts
@@ -384,7 +384,7 @@ class ContextAssembler:
     ) -> Assembled:
         """The result of `rendered`; `final` is the provider's final check when one was made
         (`log=False` for the prompts it counts on the way)."""
-        claims, fits, sections = rendered.claims, rendered.fits, rendered.sections
+        claims, fits, sections = rendered.claims, rendered.fits, rendered.prefix
         prefix = tuple(sections[n] for n in SECTION_ORDER if n in PREFIX and sections.get(n))
         prefix_text = SECTION_SEPARATOR.join(prefix)
         warnings = tuple(
@@ -408,7 +408,7 @@ class ContextAssembler:
         sources = tuple(source for o in outcomes for source in o.sources)
         escalated = next((o.escalated for o in outcomes if o.escalated is not None), None)
         tools_kept = tuple(tool for o in outcomes for tool in o.tools)
-        tail = SECTION_SEPARATOR.join(sections[n] for n in TAIL if sections.get(n))
+        tail = rendered.text[rendered.tail :]
 
         trimmed_by_others = allocated.trimmed_by_others.get("retrieved", False)
         method = self.counter.count_method if final is None else final.method

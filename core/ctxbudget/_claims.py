@@ -87,6 +87,11 @@ class Claim(Protocol):
         passes do not know (a required text kept whole or not at all)."""
         ...
 
+    def settled(self) -> None:
+        """Allocation is over: no `fit` follows, only `shrink` and rendering, so what only
+        the packing walks needed may go before the prompt is built."""
+        ...
+
     def require_sent(self, fit: Fit[Any], granted: int) -> None:
         """Raise (or warn) when the final `fit` sends too little of what was found."""
         ...
@@ -167,6 +172,9 @@ class ListClaim(Generic[T]):
         return error
 
     def require_allocated(self, fit: Fit[T], granted: int) -> None:
+        return None
+
+    def settled(self) -> None:
         return None
 
     def require_sent(self, fit: Fit[T], granted: int) -> None:

@@ -23,7 +23,7 @@ from ctxbudget._claimants import Claimant
 from ctxbudget._claims import Claim
 from ctxbudget._errors import ContextBudgetError
 from ctxbudget._joins import Counted, Piece
-from ctxbudget._layout import SECTION_ORDER, SECTION_SEPARATOR
+from ctxbudget._layout import PREFIX, SECTION_ORDER, SECTION_SEPARATOR, TAIL
 from ctxbudget._pack import Fit
 from ctxbudget._tokens import CountCache
 
@@ -40,9 +40,13 @@ class Rendered:
 
     claims: Mapping[Claimant, Claim]
     fits: Mapping[Claimant, Fit[Any]]
-    sections: Mapping[Claimant, str]
-    """Section text per claimant, in prompt order; "" when it kept nothing."""
+    prefix: Mapping[Claimant, str]
+    """The text of each prefix section (system, examples, tools) that kept something, in
+    prompt order; the other sections are not kept apart from `text`, which holds them."""
     text: str
+    tail: int
+    """Where the sections after the history (memory, sources, question) start in `text`;
+    ``len(text)`` when there are none."""
     outside: int
     """Tokens of what is sent beside `text` (tool schemas for native tool calling)."""
     total: int
@@ -55,11 +59,13 @@ def settle(
     claims: Mapping[Claimant, Claim], available: int, counter: CountCache
 ) -> tuple[Allocated, Rendered]:
     """Allocate `available` tokens among `claims`, check each claimant's own rule on what it
-    was allocated, and render the prompt within `available` by the exact count: the one
-    path of every entry point."""
+    was allocated, tell each that allocation is over (`Claim.settled`), and render the
+    prompt within `available` by the exact count: the one path of every entry point."""
     allocated = allocate(list(claims.values()), available)
     for name, claim in claims.items():
         claim.require_allocated(allocated.fits[name], allocated.granted[name])
+    for claim in claims.values():
+        claim.settled()
     return allocated, render_exactly(claims, allocated, available, counter)
 
 
@@ -136,22 +142,36 @@ def _render(
     drops: int,
 ) -> Rendered:
     """The prompt the fits make, and its exact count."""
-    sections: dict[Claimant, str] = {}
+    prefix: dict[Claimant, str] = {}
     pieces: list[Piece] = []
+    length = 0
+    tail = -1
     for name in SECTION_ORDER:
         if name not in claims:
             continue
         parts = claims[name].pieces(fits[name])
-        section = sections[name] = "".join(p if isinstance(p, str) else p.text for p in parts)
+        section = "".join(p if isinstance(p, str) else p.text for p in parts)
         if section:
+            if pieces:
+                pieces.append(SECTION_SEPARATOR)
+                length += len(SECTION_SEPARATOR)
+            if name in PREFIX:
+                prefix[name] = section
+            elif tail < 0 and name in TAIL:
+                tail = length  # TAIL ends the order (docs/results.md, "The prompt")
+            length += len(section)
             # Each section counted from its parts (and remembered when it recurs), then
             # the sections joined: an unchanged section costs one lookup.
-            counted = Counted(section, counter.count_parts(parts))
-            pieces += [SECTION_SEPARATOR, counted] if pieces else [counted]
+            pieces.append(Counted(section, counter.count_parts(parts)))
+    # Of the sections only the prefix's outlive this call (the result shows them); the
+    # others are in `text`, and holding them too would double a large prompt's memory
+    # (docs/speed.md, "Memory").
     text = "".join(p if isinstance(p, str) else p.text for p in pieces)
     outside = sum(fits[n].cost for n, c in claims.items() if c.outside_text)
     total = counter.count_joined(pieces) + outside
-    return Rendered(claims, dict(fits), sections, text, outside, total, drops)
+    return Rendered(
+        claims, dict(fits), prefix, text, length if tail < 0 else tail, outside, total, drops
+    )
 
 
 def _drop_one(

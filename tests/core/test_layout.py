@@ -16,6 +16,8 @@ def test_the_stable_prefix_comes_first_and_the_question_last() -> None:
     assert sorted(prefix_positions) == list(range(len(PREFIX)))
     assert SECTION_ORDER[-1] == "question"
     assert TAIL == ("memory", "retrieved", "question")
+    # The tail ends the prompt: `Assembled.tail` is cut from the end of `text` (_exact.py).
+    assert SECTION_ORDER[-len(TAIL) :] == TAIL
 
 
 def test_framed_sections_wrap_their_items_in_their_tag() -> None:

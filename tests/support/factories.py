@@ -328,6 +328,9 @@ class SizedClaim:
     def require_allocated(self, fit: Fit[Any], granted: int) -> None:
         return None
 
+    def settled(self) -> None:
+        return None
+
     def require_sent(self, fit: Fit[Any], granted: int) -> None:
         return None
 

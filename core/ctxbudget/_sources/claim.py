@@ -132,7 +132,6 @@ class RetrievedClaim(ListClaim[Chunk]):
         self._ids = ids
         self._rank = Positions(ranked)
         self._shown: dict[tuple[str, bool], str] = {}
-        self._dedup = Deduplicator(settings.dedup, shingle_cache(counter))
         self._headers = header_cache(counter)
         self._documents: dict[str, Chunk | None] = {}
         self._denied: dict[str, Dropped] = {}
@@ -231,6 +230,16 @@ class RetrievedClaim(ListClaim[Chunk]):
         if conflict and policy is not None:
             notice += " " + conflict_instruction(policy)
         return notice
+
+    @functools.cached_property
+    def _dedup(self) -> Deduplicator:
+        """This request's near-duplicate check, built by the first walk that asks."""
+        return Deduplicator(self.settings.dedup, shingle_cache(self._counter))
+
+    def settled(self) -> None:
+        """The dedup check goes: its state grows with what is kept (docs/speed.md, "Memory")
+        and the prompt is built without it; a later walk would build it anew."""
+        self.__dict__.pop("_dedup", None)
 
     def _reject(self, candidate: Chunk, kept: list[Chunk]) -> DropReason | None:
         return "duplicate" if self._dedup.duplicates(candidate, kept) is not None else None
