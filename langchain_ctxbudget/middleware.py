@@ -47,7 +47,7 @@ try:
 except ImportError as error:
     raise ImportError(
         "langchain_ctxbudget.middleware needs langchain 1.x (create_agent and its "
-        "middleware): pip install 'langchain>=1.0,<2'"
+        "middleware): pip install 'langchain>=1.2.11,<2'"
     ) from error
 
 __all__ = ["ContextBudgetMiddleware"]

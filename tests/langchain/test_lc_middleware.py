@@ -407,7 +407,7 @@ def test_middleware_without_langchain_says_what_to_install() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
-    assert "pip install 'langchain>=1.0,<2'" in out
+    assert "pip install 'langchain>=1.2.11,<2'" in out
 
 
 def test_for_model_middleware_of_an_ollama_model_takes_the_window_its_server_is_set_to() -> None:

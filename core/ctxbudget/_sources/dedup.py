@@ -556,6 +556,13 @@ _is_list: Final = functools.partial(operator.is_, list)
 """Tests `map` and `compress` run in C: on a value, or on its `type`."""
 
 
+def _near(s: Dedup, shared: int, mine: int, theirs: int) -> bool:
+    """Whether sets of `mine` and `theirs` shingles sharing `shared` are near-duplicates."""
+    if s.jaccard is not None and shared / (mine + theirs - shared) >= s.jaccard:
+        return True
+    return s.containment is not None and shared / mine >= s.containment
+
+
 def _least(holds: Callable[[int], bool], top: int) -> int:
     """The least o in 1..top with `holds(o)`, for `holds` monotone; top + 1 when none."""
     low, high = 1, top + 1
@@ -586,6 +593,9 @@ class Deduplicator:
         self._text = settings.jaccard is not None or settings.containment is not None
         self._shingles: dict[str, tuple[Shingles, int]] = {}  # and the cache entry's serial
         self._order: list[Chunk] = []
+        # A function of the settings, not a bound method: the index holds no cycle back to
+        # this Deduplicator, which is freed as soon as its claim lets it go.
+        self._near = functools.partial(_near, settings)
         self._texts = _Texts(self._near, settings, self._cache)
         self._vectors = None if settings.cosine is None else _Vectors(settings.cosine)
         # By identity, holding the candidate so that its id cannot be reused: (candidate,
@@ -669,9 +679,3 @@ class Deduplicator:
             return stop_text
         return self._texts.first(mine, serial, start, stop_text)
 
-    def _near(self, shared: int, mine: int, theirs: int) -> bool:
-        """Whether sets of `mine` and `theirs` shingles sharing `shared` are near-duplicates."""
-        s = self._settings
-        if s.jaccard is not None and shared / (mine + theirs - shared) >= s.jaccard:
-            return True
-        return s.containment is not None and shared / mine >= s.containment
