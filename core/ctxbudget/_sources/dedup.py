@@ -678,4 +678,3 @@ class Deduplicator:
         if not mine:
             return stop_text
         return self._texts.first(mine, serial, start, stop_text)
-

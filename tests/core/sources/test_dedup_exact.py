@@ -308,13 +308,12 @@ def test_mutation_probing_one_shingle_too_few_is_caught(monkeypatch: pytest.Monk
 
 
 def test_mutation_a_strict_verdict_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    def strict(self: Deduplicator, shared: int, mine: int, theirs: int) -> bool:
-        s = self._settings
+    def strict(s: Dedup, shared: int, mine: int, theirs: int) -> bool:
         if s.jaccard is not None and shared / (mine + theirs - shared) > s.jaccard:
             return True
         return s.containment is not None and shared / mine > s.containment
 
-    monkeypatch.setattr(Deduplicator, "_near", strict)
+    monkeypatch.setattr(dedup_module, "_near", strict)
     assert caught(monkeypatch)
 
 
