@@ -20,12 +20,10 @@ from ctxbudget import (
     Budget,
     Chunk,
     ContextAssembler,
-    Dedup,
-    SourceOptions,
     get_tokenizer,
 )
 from ctxbudget._tokens import VERIFY_JOINS
-from tests.support.factories import words
+from tests.support.factories import NO_DEDUP, words
 
 BUDGET = Budget(
     total=1_000_000,
@@ -35,10 +33,6 @@ BUDGET = Budget(
         Allocation("retrieved", priority=1),
     ),
 )
-
-# Near-duplicate detection keeps its own shingles (docs/speed.md, "Many candidates and large
-# windows, 2026-12-02"): off, so what is measured is the rest of the pipeline.
-NO_DEDUP = SourceOptions(dedup=Dedup(jaccard=None, containment=None, cosine=None))
 
 
 def large(n: int, *, counts: bool) -> list[Chunk]:
@@ -77,6 +71,7 @@ def test_a_large_prompt_is_held_once_beside_the_result(
 ) -> None:
     # The suite's check of every joined count encodes the whole prompt: not what is measured.
     monkeypatch.delenv(VERIFY_JOINS, raising=False)
+    # Near-duplicate detection off (it keeps its own shingles): the rest of the pipeline.
     assembler = ContextAssembler(tokenizer="o200k_base", budget=BUDGET, sources=NO_DEDUP)
     assembler.assemble(question="Warm up?", chunks=large(2, counts=counts))
     chunks = large(40, counts=counts)
