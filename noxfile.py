@@ -43,7 +43,8 @@ def _activate_every_pyenv_python() -> None:
 
 _activate_every_pyenv_python()
 
-# The classifiers in pyproject.toml name the same versions.
+# The classifiers in pyproject.toml name the same versions, the first is requires-python's
+# floor (tests/test_packaging.py).
 PYTHONS = ["3.11", "3.12", "3.13"]
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 # The suite covers every extra: each optional dependency is tested where it is used.
