@@ -11,6 +11,7 @@ A name it does not know is an error, never a guess: a wrong tokenizer miscounts 
 from __future__ import annotations
 
 import difflib
+import importlib.metadata
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -397,9 +398,9 @@ def _openai(given: str, text: str, provider: str | None) -> ModelInfo | None:
             text, tiktoken.model.MODEL_TO_ENCODING, tiktoken.model.MODEL_PREFIX_TO_ENCODING
         )
     )
-    if encoding is None:
-        return None
     window = match_model(text, CONTEXT_WINDOWS, _families(CONTEXT_WINDOWS))
+    if encoding is None and window is None:
+        return None
     return ModelInfo(
         name=given,
         canonical=text,
@@ -410,6 +411,13 @@ def _openai(given: str, text: str, provider: str | None) -> ModelInfo | None:
         max_output=match_model(text, _OUTPUT_LIMITS, _families(_OUTPUT_LIMITS)),
         input_limit=match_model(text, _INPUT_LIMITS, _families(_INPUT_LIMITS)),
         source=_OPENAI_SOURCE if window is not None else _NO_WINDOW,
+        # A model of ctxbudget's window table that an older tiktoken does not know yet.
+        unavailable=None
+        if encoding
+        else (
+            f"the installed tiktoken {importlib.metadata.version('tiktoken')} does not name "
+            "the encoding that counts it: upgrade tiktoken (pip install -U tiktoken)"
+        ),
     )
 
 

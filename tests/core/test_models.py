@@ -6,6 +6,7 @@ import argparse
 import re
 
 import pytest
+import tiktoken.model
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -131,6 +132,23 @@ def test_resolve_model_of_unknown_name_names_the_nearest_known_one(name: str, ne
         + r"\. ",
     ):
         resolve_model(name)
+
+
+def test_a_listed_model_an_older_tiktoken_cannot_count_asks_for_a_newer_tiktoken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As on a tiktoken older than ctxbudget's window table: the window is known, so the budget
+    # stands; the count says what to upgrade (not "unknown model, nearest: the name itself").
+    monkeypatch.setattr(tiktoken.model, "MODEL_TO_ENCODING", {})
+    monkeypatch.setattr(tiktoken.model, "MODEL_PREFIX_TO_ENCODING", {})
+    assert Budget.for_model("gpt-4.1-mini", reserve_output=1_000).total == 1_047_576
+    with pytest.raises(
+        TokenizerError,
+        match=r"^no offline tokenizer for model 'gpt-4\.1-mini', a openai model: the installed "
+        r"tiktoken \S+ does not name the encoding that counts it: upgrade tiktoken "
+        r"\(pip install -U tiktoken\)$",
+    ):
+        get_tokenizer("gpt-4.1-mini")
 
 
 def test_resolve_model_of_unknown_name_says_how_to_pass_a_tokenizer() -> None:
