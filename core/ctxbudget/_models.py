@@ -307,7 +307,7 @@ class ModelInfo:
     tokenizer: str | None
     """The name `get_tokenizer` builds the count from (a tiktoken encoding such as
     ``o200k_base``, or an estimate such as ``estimate:claude-v3``); None when ctxbudget
-    cannot count this family offline (`unavailable` says what to pass instead)."""
+    cannot count this model offline (`unavailable` says why, and what to do instead)."""
     context_window: int | None
     """Input plus output, in tokens; None when unknown or set by the serving server."""
     max_output: int | None
@@ -317,7 +317,7 @@ class ModelInfo:
     source: str
     """Where `context_window` and `max_output` come from, or why they are not known."""
     unavailable: str | None = None
-    """When `tokenizer` is None: why, and what to pass as the tokenizer instead."""
+    """When `tokenizer` is None: why, and what to pass as the tokenizer (or to upgrade)."""
 
 
 def match_model(model: str, names: Mapping[str, V], families: Mapping[str, V]) -> V | None:
