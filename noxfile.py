@@ -1,5 +1,6 @@
-"""What CI runs (.ci/run): lint, the suite on every supported Python, and the adapters on
-the oldest framework releases the extras allow. CONTRIBUTING.md says what runs where, and why.
+"""What CI runs (.ci/run): lint, the suite on every supported Python, and the core's and the
+adapters' tests on the oldest releases the requirements allow. CONTRIBUTING.md says what runs
+where, and why.
 
     nox                                  # every session, as CI does
     nox -s tests-3.13 -- tests/core      # one interpreter, some tests
