@@ -119,4 +119,7 @@ def oldest(session: nox.Session) -> None:
         "-n",
         "auto",
         *(session.posargs or [*CORE_TESTS, "tests/eval", "tests/langchain", "tests/llamaindex"]),
+        # Ten examples a property (tests/conftest.py): enough to reach each floor's API, and
+        # the session stays near three minutes; the tests sessions search with a hundred.
+        env={"HYPOTHESIS_PROFILE": "floors"},
     )
