@@ -47,8 +47,12 @@ _Score = Annotated[float | None, AfterValidator(_finite)]
 
 
 def _id_of(data: dict[str, Any]) -> str:
-    """The default `document_id`: the chunk's own id."""
-    return str(data["id"])
+    """The default `document_id`: the chunk's own id.
+
+    `id` is missing from `data` when it failed validation: pydantic before 2.14 still calls
+    this factory then, and the chunk's ValidationError names `id` whatever is returned here.
+    """
+    return str(data.get("id", ""))
 
 
 _NONE_MEANS_DEFAULT = ("document_id", "heading_path", "parse_warnings", "metadata")

@@ -158,6 +158,12 @@ def test_chunk_requires_content() -> None:
         Chunk(id="c1")  # type: ignore[call-arg]
 
 
+def test_chunk_requires_id_without_document_id() -> None:
+    # document_id defaults to id: its factory must not fail when id is missing.
+    with pytest.raises(ValidationError, match=r"for Chunk\nid\n\s+Field required"):
+        Chunk(content="t")  # type: ignore[call-arg]
+
+
 @pytest.mark.parametrize("name", ["search", "kb.search_v2", "get-weather", "A" * 64])
 def test_tool_accepts_valid_name(name: str) -> None:
     assert Tool(name=name).name == name
