@@ -36,8 +36,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=1_000)
-# nox -s oldest: the floors are checked by the examples each property runs, not by searching.
-settings.register_profile("floors", parent=settings.get_profile("default"), max_examples=10)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # Every count of joined parts is checked against a full encode of the joined text: the
